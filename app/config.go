@@ -1,0 +1,527 @@
+package app
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Config is the config file (TOML, --config / QUEUE_CONFIG): server
+// settings, per-queue policy, tokens, periodic jobs and command workers.
+// Flags override the file; the file overrides the defaults of this package.
+type Config struct {
+	Server      ServerConfig           `toml:"server"`
+	Maintenance MaintenanceConfig      `toml:"maintenance"`
+	Defaults    QueueConfig            `toml:"defaults"`
+	Queues      map[string]QueueConfig `toml:"queues"`
+	Tokens      []TokenConfig          `toml:"tokens"`
+	Periodic    []PeriodicConfig       `toml:"periodic"`
+	Workers     []WorkerConfig         `toml:"workers"`
+
+	// Path is the file the config was read from, if any.
+	Path string `toml:"-"`
+}
+
+// ServerConfig holds what `queue serve` flags can also set.
+type ServerConfig struct {
+	DB        string `toml:"db"`         // database: a path, postgres://..., or memory
+	Addr      string `toml:"addr"`       // listen address; default 127.0.0.1:8080
+	Sync      string `toml:"sync"`       // SQLite: full (default) or normal
+	LogFormat string `toml:"log_format"` // console or json; default: console on a terminal
+	LogLevel  string `toml:"log_level"`  // debug, info (default), warn, error
+	Insecure  bool   `toml:"insecure"`   // allow a non-loopback address without tokens
+	// MaxBodyBytes caps a request body; default 64 MiB (a batch of 10,000 jobs).
+	MaxBodyBytes int64 `toml:"max_body_bytes"`
+	// PublicHealth and PublicMetrics open /healthz + /readyz and /metrics
+	// without a token when tokens are configured.
+	PublicHealth  bool `toml:"public_health"`
+	PublicMetrics bool `toml:"public_metrics"`
+	// Grace is how long built-in workers may finish on shutdown; default 30s.
+	Grace Duration `toml:"grace"`
+}
+
+// MaintenanceConfig sets the maintenance loop and the retention schedule.
+type MaintenanceConfig struct {
+	// Interval of stale-lease recovery and TTL expiry; default 1s.
+	Interval Duration `toml:"interval"`
+	// Retention is the robfig/cron schedule of retention passes; default "@every 1m".
+	Retention string `toml:"retention"`
+	// EventRetention and AuditRetention keep events and audit records; default 7 days.
+	EventRetention Duration `toml:"event_retention"`
+	AuditRetention Duration `toml:"audit_retention"`
+}
+
+// QueueConfig is the policy of one queue. Zero fields take the [defaults]
+// section, then the built-in defaults.
+type QueueConfig struct {
+	MaxAttempts  int      `toml:"max_attempts"`  // 1..1000; default 5
+	Timeout      Duration `toml:"timeout"`       // lease of one execution; default 30s
+	BackoffBase  Duration `toml:"backoff_base"`  // default 1s
+	BackoffMax   Duration `toml:"backoff_max"`   // default 1h
+	Retention    Duration `toml:"retention"`     // keep done/cancelled jobs; default 24h
+	DLQRetention Duration `toml:"dlq_retention"` // keep dead-letter rows; default 30 days
+	Concurrency  int      `toml:"concurrency"`   // max processing at once across all workers; 0: no limit
+	Rate         float64  `toml:"rate"`          // max claims per second; 0: no limit
+	Burst        int      `toml:"burst"`         // claims allowed at once under Rate; default max(1, rate)
+	MaxQueued    int      `toml:"max_queued"`    // submissions beyond it get 429; 0: no limit
+}
+
+// TokenConfig is a named API token.
+type TokenConfig struct {
+	Name  string `toml:"name"`
+	Token string `toml:"token"`
+}
+
+// PeriodicConfig declares a job enqueued on a cron schedule.
+type PeriodicConfig struct {
+	Name          string   `toml:"name"`     // unique; default "<queue>/<kind>/<cron>"
+	Cron          string   `toml:"cron"`     // robfig/cron: 5 fields, or @every 1m, @daily, ...
+	Timezone      string   `toml:"timezone"` // IANA name; default UTC
+	Queue         string   `toml:"queue"`
+	Kind          string   `toml:"kind"`
+	Payload       any      `toml:"payload"`
+	Priority      int      `toml:"priority"`
+	MaxAttempts   int      `toml:"max_attempts"`
+	Timeout       Duration `toml:"timeout"`
+	Tags          []string `toml:"tags"`
+	CatchUp       string   `toml:"catch_up"` // "one" (default) or "none"
+	SkipIfPending bool     `toml:"skip_if_pending"`
+
+	// Schedule is the parsed Cron, set by LoadConfig.
+	Schedule Schedule `toml:"-"`
+	// PayloadJSON is Payload as JSON, set by LoadConfig.
+	PayloadJSON json.RawMessage `toml:"-"`
+}
+
+// WorkerConfig declares built-in command workers for a queue (SPEC section 5).
+type WorkerConfig struct {
+	Queue       string            `toml:"queue"`
+	Kinds       []string          `toml:"kinds"` // empty: every kind
+	Command     []string          `toml:"command"`
+	Concurrency int               `toml:"concurrency"` // default 1
+	Timeout     Duration          `toml:"timeout"`     // default: each job's timeout
+	Dir         string            `toml:"dir"`
+	Env         map[string]string `toml:"env"`
+	// KillGrace is how long a process has between SIGTERM and SIGKILL; default 10s.
+	KillGrace Duration `toml:"kill_grace"`
+}
+
+// Schedule gives the next fire time after a time (robfig/cron's Schedule
+// satisfies it; package app does not import cron).
+type Schedule interface {
+	Next(time.Time) time.Time
+}
+
+// ScheduleParser parses a cron spec in a time zone. main passes robfig/cron's.
+type ScheduleParser func(spec string, loc *time.Location) (Schedule, error)
+
+// UnmarshalText reads a duration from the config file ("30s", "7d").
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalText writes d as a duration string.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// ConfigError names the key and line of a problem in the config file.
+type ConfigError struct {
+	Path string
+	Line int
+	Key  string
+	Msg  string
+}
+
+func (e *ConfigError) Error() string {
+	loc := e.Path
+	if e.Line > 0 {
+		loc += ":" + strconv.Itoa(e.Line)
+	}
+	if e.Key != "" {
+		return fmt.Sprintf("config %s: %s: %s", loc, e.Key, e.Msg)
+	}
+	return fmt.Sprintf("config %s: %s", loc, e.Msg)
+}
+
+// DefaultConfig is the configuration without a file.
+func DefaultConfig() *Config { return &Config{Queues: map[string]QueueConfig{}} }
+
+// LoadConfig reads and validates the config file at path. Unknown keys and
+// bad values are errors (*ConfigError) naming the key and its line.
+func LoadConfig(path string, parse ScheduleParser) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return ParseConfig(path, b, parse)
+}
+
+// ParseConfig is LoadConfig on the file's contents.
+func ParseConfig(path string, b []byte, parse ScheduleParser) (*Config, error) {
+	cfg := DefaultConfig()
+	cfg.Path = path
+	lines := keyLines(b)
+	md, err := toml.NewDecoder(bytes.NewReader(b)).Decode(cfg)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return nil, &ConfigError{Path: path, Line: pe.Position.Line, Key: pe.LastKey, Msg: pe.Message}
+		}
+		return nil, &ConfigError{Path: path, Msg: err.Error()}
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		k := und[0].String()
+		return nil, &ConfigError{Path: path, Line: lines.find(k), Key: k, Msg: "unknown key (see docs/configuration.md for the keys)"}
+	}
+	if cfg.Queues == nil {
+		cfg.Queues = map[string]QueueConfig{}
+	}
+	if err := cfg.validate(parse); err != nil {
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			ce.Path = path
+			if ce.Line == 0 {
+				ce.Line = lines.find(ce.Key)
+			}
+		}
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func (c *Config) validate(parse ScheduleParser) error {
+	bad := func(key, format string, args ...any) error {
+		return &ConfigError{Key: key, Msg: fmt.Sprintf(format, args...)}
+	}
+	switch strings.ToLower(c.Server.Sync) {
+	case "", "full", "normal":
+	default:
+		return bad("server.sync", "%q is not full or normal", c.Server.Sync)
+	}
+	switch c.Server.LogFormat {
+	case "", "console", "json":
+	default:
+		return bad("server.log_format", "%q is not console or json", c.Server.LogFormat)
+	}
+	switch c.Server.LogLevel {
+	case "", "debug", "info", "warn", "error":
+	default:
+		return bad("server.log_level", "%q is not debug, info, warn or error", c.Server.LogLevel)
+	}
+	if c.Server.MaxBodyBytes < 0 {
+		return bad("server.max_body_bytes", "must be positive")
+	}
+	if c.Server.Grace < 0 {
+		return bad("server.grace", "must not be negative")
+	}
+	if c.Maintenance.Interval < 0 || (c.Maintenance.Interval > 0 && c.Maintenance.Interval.D() < 10*time.Millisecond) {
+		return bad("maintenance.interval", "must be at least 10ms")
+	}
+	if c.Maintenance.Retention != "" && parse != nil {
+		if _, err := parse(c.Maintenance.Retention, time.UTC); err != nil {
+			return bad("maintenance.retention", "invalid cron schedule %q: %v", c.Maintenance.Retention, err)
+		}
+	}
+	if c.Maintenance.EventRetention < 0 || c.Maintenance.AuditRetention < 0 {
+		return bad("maintenance", "retention must not be negative")
+	}
+	if err := c.Defaults.validate("defaults"); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(c.Queues))
+	for n := range c.Queues {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if err := ValidateQueue(n); err != nil {
+			return bad("queues."+n, "invalid queue name: %v", err)
+		}
+		q := c.Queues[n]
+		if err := q.validate("queues." + n); err != nil {
+			return err
+		}
+	}
+	seen := map[string]bool{}
+	for i, t := range c.Tokens {
+		key := fmt.Sprintf("tokens[%d]", i)
+		if t.Name == "" || !nameRE.MatchString(t.Name) {
+			return bad(key+".name", "a token needs a name of letters, digits, '_', '.', '-'")
+		}
+		if len(t.Token) < 16 {
+			return bad(key+".token", "token %q is too short (at least 16 characters; try `openssl rand -hex 24`)", t.Name)
+		}
+		if seen[t.Name] {
+			return bad(key+".name", "token name %q used twice", t.Name)
+		}
+		seen[t.Name] = true
+	}
+	entries := map[string]bool{}
+	for i := range c.Periodic {
+		p := &c.Periodic[i]
+		key := fmt.Sprintf("periodic[%d]", i)
+		if p.Queue == "" {
+			p.Queue = DefaultQueue
+		}
+		if err := ValidateQueue(p.Queue); err != nil {
+			return bad(key+".queue", "%v", err)
+		}
+		if err := ValidateKind(p.Kind); err != nil {
+			return bad(key+".kind", "%v", err)
+		}
+		if p.Cron == "" {
+			return bad(key+".cron", "a periodic job needs a cron schedule (e.g. \"*/5 * * * *\" or \"@every 1m\")")
+		}
+		loc := time.UTC
+		if p.Timezone != "" {
+			l, err := time.LoadLocation(p.Timezone)
+			if err != nil {
+				return bad(key+".timezone", "unknown time zone %q", p.Timezone)
+			}
+			loc = l
+		}
+		if parse != nil {
+			s, err := parse(p.Cron, loc)
+			if err != nil {
+				return bad(key+".cron", "invalid cron schedule %q: %v", p.Cron, err)
+			}
+			p.Schedule = s
+		}
+		switch p.CatchUp {
+		case "":
+			p.CatchUp = "one"
+		case "one", "none":
+		default:
+			return bad(key+".catch_up", "%q is not one or none", p.CatchUp)
+		}
+		if p.Name == "" {
+			p.Name = p.Queue + "/" + p.Kind + "/" + p.Cron
+		}
+		if entries[p.Name] {
+			return bad(key+".name", "periodic name %q used twice", p.Name)
+		}
+		entries[p.Name] = true
+		if p.Priority < -1000 || p.Priority > 1000 {
+			return bad(key+".priority", "must be between -1000 and 1000")
+		}
+		if p.MaxAttempts < 0 || p.MaxAttempts > 1000 {
+			return bad(key+".max_attempts", "must be between 1 and 1000")
+		}
+		if p.Timeout < 0 {
+			return bad(key+".timeout", "must be positive")
+		}
+		for _, t := range p.Tags {
+			if err := ValidateKind(t); err != nil {
+				return bad(key+".tags", "tag %q: %v", t, err)
+			}
+		}
+		b, err := json.Marshal(p.Payload)
+		if err != nil {
+			return bad(key+".payload", "cannot be JSON: %v", err)
+		}
+		p.PayloadJSON = b
+	}
+	for i := range c.Workers {
+		w := &c.Workers[i]
+		key := fmt.Sprintf("workers[%d]", i)
+		if w.Queue == "" {
+			w.Queue = DefaultQueue
+		}
+		if err := ValidateQueue(w.Queue); err != nil {
+			return bad(key+".queue", "%v", err)
+		}
+		for _, k := range w.Kinds {
+			if err := ValidateKind(k); err != nil {
+				return bad(key+".kinds", "kind %q: %v", k, err)
+			}
+		}
+		if len(w.Command) == 0 || w.Command[0] == "" {
+			return bad(key+".command", "a worker needs a command, as a list: command = [\"/usr/local/bin/job\", \"--flag\"]")
+		}
+		if w.Concurrency < 0 || w.Concurrency > 1000 {
+			return bad(key+".concurrency", "must be between 1 and 1000")
+		}
+		if w.Concurrency == 0 {
+			w.Concurrency = 1
+		}
+		if w.Timeout < 0 || w.KillGrace < 0 {
+			return bad(key+".timeout", "must be positive")
+		}
+	}
+	return nil
+}
+
+func (q *QueueConfig) validate(key string) error {
+	bad := func(field, format string, args ...any) error {
+		return &ConfigError{Key: key + "." + field, Msg: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case q.MaxAttempts < 0 || q.MaxAttempts > 1000:
+		return bad("max_attempts", "%d is not between 1 and 1000", q.MaxAttempts)
+	case q.Timeout < 0 || q.Timeout.D() > MaxTimeout:
+		return bad("timeout", "must be between 1ms and %s", MaxTimeout)
+	case q.BackoffBase < 0:
+		return bad("backoff_base", "must be positive")
+	case q.BackoffMax < 0:
+		return bad("backoff_max", "must be positive")
+	case q.BackoffMax > 0 && q.BackoffBase > q.BackoffMax:
+		return bad("backoff_base", "is larger than backoff_max")
+	case q.Retention < 0:
+		return bad("retention", "must be positive")
+	case q.DLQRetention < 0:
+		return bad("dlq_retention", "must be positive")
+	case q.Concurrency < 0:
+		return bad("concurrency", "must be positive (0 means no limit)")
+	case q.Rate < 0:
+		return bad("rate", "must be positive (0 means no limit)")
+	case q.Burst < 0:
+		return bad("burst", "must be positive")
+	case q.MaxQueued < 0:
+		return bad("max_queued", "must be positive (0 means no limit)")
+	}
+	return nil
+}
+
+// Queue returns the policy of queue name: its section, then [defaults],
+// then the built-in defaults, merged field by field.
+func (c *Config) Queue(name string) QueueConfig {
+	q := c.Queues[name]
+	d := c.Defaults
+	pick := func(v, def Duration, builtin time.Duration) Duration {
+		if v > 0 {
+			return v
+		}
+		if def > 0 {
+			return def
+		}
+		return Duration(builtin)
+	}
+	out := QueueConfig{
+		MaxAttempts:  firstInt(q.MaxAttempts, d.MaxAttempts, DefaultMaxAttempts),
+		Timeout:      pick(q.Timeout, d.Timeout, DefaultTimeout),
+		BackoffBase:  pick(q.BackoffBase, d.BackoffBase, DefaultBackoffBase),
+		BackoffMax:   pick(q.BackoffMax, d.BackoffMax, DefaultBackoffMax),
+		Retention:    pick(q.Retention, d.Retention, DefaultRetention),
+		DLQRetention: pick(q.DLQRetention, d.DLQRetention, DefaultDLQRetention),
+		Concurrency:  firstInt(q.Concurrency, d.Concurrency, 0),
+		Burst:        firstInt(q.Burst, d.Burst, 0),
+		MaxQueued:    firstInt(q.MaxQueued, d.MaxQueued, 0),
+		Rate:         q.Rate,
+	}
+	if out.Rate == 0 {
+		out.Rate = d.Rate
+	}
+	return out
+}
+
+func firstInt(vs ...int) int {
+	for _, v := range vs {
+		if v != 0 {
+			return v
+		}
+	}
+	return 0
+}
+
+// Backoff is the BackoffFunc of this config's per-queue policy.
+func (c *Config) Backoff(queue string, attempt int) time.Duration {
+	q := c.Queue(queue)
+	return Backoff(attempt, q.BackoffBase.D(), q.BackoffMax.D())
+}
+
+// MaxQueued maps each queue with a max_queued limit to it.
+func (c *Config) MaxQueued() map[string]int {
+	m := map[string]int{}
+	for n := range c.Queues {
+		if v := c.Queue(n).MaxQueued; v > 0 {
+			m[n] = v
+		}
+	}
+	return m
+}
+
+// lineIndex maps dotted key paths ("queues.emails.timeout",
+// "periodic[1].cron") to their line in the file, so errors can name it.
+type lineIndex map[string]int
+
+var (
+	tableRE = regexp.MustCompile(`^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$`)
+	arrayRE = regexp.MustCompile(`^\s*\[\[\s*([^\[\]]+?)\s*\]\]\s*(#.*)?$`)
+	keyRE   = regexp.MustCompile(`^\s*("?[A-Za-z0-9_.\-]+"?)\s*=`)
+)
+
+func keyLines(b []byte) lineIndex {
+	idx := lineIndex{}
+	arrays := map[string]int{}
+	table := ""
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if m := arrayRE.FindStringSubmatch(line); m != nil {
+			name := unquoteKey(m[1])
+			table = fmt.Sprintf("%s[%d]", name, arrays[name])
+			arrays[name]++
+			idx.set(table, n)
+			continue
+		}
+		if m := tableRE.FindStringSubmatch(line); m != nil {
+			table = unquoteKey(m[1])
+			idx.set(table, n)
+			continue
+		}
+		if m := keyRE.FindStringSubmatch(line); m != nil {
+			k := unquoteKey(m[1])
+			if table != "" {
+				k = table + "." + k
+			}
+			idx.set(k, n)
+		}
+	}
+	return idx
+}
+
+func (l lineIndex) set(k string, n int) {
+	if _, ok := l[k]; !ok {
+		l[k] = n
+	}
+}
+
+func unquoteKey(k string) string { return strings.ReplaceAll(strings.TrimSpace(k), `"`, "") }
+
+// find returns the line of key, or of its closest enclosing table.
+func (l lineIndex) find(key string) int {
+	for k := key; k != ""; {
+		if n, ok := l[k]; ok {
+			return n
+		}
+		i := strings.LastIndexAny(k, ".[")
+		if i < 0 {
+			break
+		}
+		k = k[:i]
+	}
+	// Undecoded keys of array tables come without an index: try each.
+	if i := strings.Index(key, "."); i > 0 {
+		for j := 0; j < 1000; j++ {
+			if n, ok := l[fmt.Sprintf("%s[%d]%s", key[:i], j, key[i:])]; ok {
+				return n
+			}
+		}
+	}
+	return 0
+}

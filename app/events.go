@@ -1,0 +1,203 @@
+package app
+
+import (
+	"encoding/json"
+	"sync"
+	"time"
+)
+
+// Lifecycle event types (SPEC section 4, GET /api/events).
+const (
+	EventSubmitted      = "job.submitted"
+	EventStarted        = "job.started"
+	EventSucceeded      = "job.succeeded"
+	EventRetryScheduled = "job.retry_scheduled"
+	EventDeadLettered   = "job.dead_lettered"
+	EventCancelled      = "job.cancelled"
+	EventCancelRequest  = "job.cancel_requested"
+	EventSnoozed        = "job.snoozed"
+	EventExpired        = "job.expired"
+	EventLeaseLost      = "job.lease_lost"
+	EventDLQReplayed    = "dlq.replayed"
+	EventDLQPurged      = "dlq.purged"
+	EventQueuePaused    = "queue.paused"
+	EventQueueResumed   = "queue.resumed"
+)
+
+// Event is one lifecycle event. Stores record job events in the same
+// transaction as the change and publish them on the Bus after commit.
+type Event struct {
+	ID    int64           `json:"id,omitempty"`
+	Type  string          `json:"type"`
+	JobID int64           `json:"job_id,omitempty"`
+	Queue string          `json:"queue,omitempty"`
+	Kind  string          `json:"kind,omitempty"`
+	At    time.Time       `json:"at"`
+	Data  json.RawMessage `json:"data,omitempty"`
+}
+
+// MarshalJSON writes At like every other time of the API.
+func (e Event) MarshalJSON() ([]byte, error) {
+	type plain Event
+	return json.Marshal(struct {
+		plain
+		At string `json:"at"`
+	}{plain(e), FormatTime(e.At)})
+}
+
+// Bus fans committed events out to in-process subscribers (the SSE stream,
+// metrics, waiters on one job). Publish never blocks: a subscriber whose
+// buffer is full is dropped and told so by Subscription.Overflowed.
+type Bus struct {
+	mu   sync.Mutex
+	subs map[*Subscription]struct{}
+}
+
+// NewBus returns an empty Bus.
+func NewBus() *Bus { return &Bus{subs: map[*Subscription]struct{}{}} }
+
+// Subscription receives events on C until it is closed by Close or overflow.
+type Subscription struct {
+	C        <-chan Event
+	c        chan Event
+	filter   func(*Event) bool
+	bus      *Bus
+	overflow bool
+	closed   bool
+}
+
+// Subscribe returns a subscription to events for which filter (if not nil)
+// is true, buffering up to buf of them.
+func (b *Bus) Subscribe(buf int, filter func(*Event) bool) *Subscription {
+	c := make(chan Event, buf)
+	s := &Subscription{C: c, c: c, filter: filter, bus: b}
+	b.mu.Lock()
+	b.subs[s] = struct{}{}
+	b.mu.Unlock()
+	return s
+}
+
+// Publish hands events to every matching subscriber without waiting.
+func (b *Bus) Publish(events ...Event) {
+	if b == nil || len(events) == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s := range b.subs {
+		for i := range events {
+			if s.filter != nil && !s.filter(&events[i]) {
+				continue
+			}
+			select {
+			case s.c <- events[i]:
+			default:
+				s.overflow = true
+				s.closeLocked()
+			}
+			if s.closed {
+				break
+			}
+		}
+	}
+}
+
+// Close stops the subscription and closes C.
+func (s *Subscription) Close() {
+	s.bus.mu.Lock()
+	defer s.bus.mu.Unlock()
+	s.closeLocked()
+}
+
+// Overflowed reports whether the subscription was dropped for falling behind.
+func (s *Subscription) Overflowed() bool {
+	s.bus.mu.Lock()
+	defer s.bus.mu.Unlock()
+	return s.overflow
+}
+
+func (s *Subscription) closeLocked() {
+	if s.closed {
+		return
+	}
+	s.closed = true
+	delete(s.bus.subs, s)
+	close(s.c)
+}
+
+// Notifier wakes claimers waiting on a queue. Stores call Notify after a
+// commit that makes work claimable; claimers take Wait's channel before
+// they look, so a wake-up between looking and waiting is never lost.
+type Notifier struct {
+	mu sync.Mutex
+	ch map[string]chan struct{}
+}
+
+// NewNotifier returns a Notifier with no waiters.
+func NewNotifier() *Notifier { return &Notifier{ch: map[string]chan struct{}{}} }
+
+// Wait returns a channel closed at the next Notify of queue.
+func (n *Notifier) Wait(queue string) <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	c, ok := n.ch[queue]
+	if !ok {
+		c = make(chan struct{})
+		n.ch[queue] = c
+	}
+	return c
+}
+
+// Notify wakes everyone waiting on each of queues.
+func (n *Notifier) Notify(queues ...string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, q := range queues {
+		if c, ok := n.ch[q]; ok {
+			close(c)
+			delete(n.ch, q)
+		}
+	}
+}
+
+// Clock tells the time. Everything in the queue reads time through one
+// Clock so tests can move it without sleeping.
+type Clock interface {
+	Now() time.Time
+}
+
+// SystemClock is the wall clock, in UTC.
+type SystemClock struct{}
+
+// Now returns the current time in UTC.
+func (SystemClock) Now() time.Time { return time.Now().UTC() }
+
+// FakeClock is a Clock that moves only when told to. Safe for concurrent use.
+type FakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewFakeClock returns a FakeClock at t.
+func NewFakeClock(t time.Time) *FakeClock { return &FakeClock{now: t.UTC()} }
+
+// Now returns the fake time.
+func (c *FakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward by d.
+func (c *FakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// Set moves the clock to t.
+func (c *FakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t.UTC()
+}

@@ -1,0 +1,285 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Job is one row of the jobs table, in the form the API shows. A job that
+// moved to the dead-letter queue is shown with Status StatusDeadLetter and
+// DeadLetter set (see DeadJob.AsJob).
+type Job struct {
+	ID              int64           `json:"id"`
+	Queue           string          `json:"queue"`
+	Kind            string          `json:"kind"`
+	Payload         json.RawMessage `json:"payload"`
+	Status          Status          `json:"status"`
+	Priority        int             `json:"priority"`
+	RunAt           time.Time       `json:"run_at"`
+	Attempts        int             `json:"attempts"`
+	MaxAttempts     int             `json:"max_attempts"`
+	Timeout         Duration        `json:"timeout"`
+	ExpiresAt       *time.Time      `json:"expires_at"`
+	Tags            []string        `json:"tags"`
+	IdempotencyKey  string          `json:"idempotency_key,omitempty"`
+	Lease           int64           `json:"lease"`
+	LeaseExpiresAt  *time.Time      `json:"lease_expires_at"`
+	WorkerID        string          `json:"worker_id,omitempty"`
+	CancelRequested bool            `json:"cancel_requested"`
+	CancelReason    string          `json:"cancel_reason,omitempty"`
+	Errors          []AttemptError  `json:"errors"`
+	Result          json.RawMessage `json:"result"`
+	ReplayedFrom    *int64          `json:"replayed_from"`
+	CreatedAt       time.Time       `json:"created_at"`
+	UpdatedAt       time.Time       `json:"updated_at"`
+	StartedAt       *time.Time      `json:"started_at"`
+	FinishedAt      *time.Time      `json:"finished_at"`
+	// DeadLetter is set only when Status is StatusDeadLetter.
+	DeadLetter *DeadLetterInfo `json:"dead_letter,omitempty"`
+	// Events is filled only when asked for (GET /api/jobs/{id}?events=true).
+	Events []Event `json:"events,omitempty"`
+}
+
+// AttemptError records one failed attempt.
+type AttemptError struct {
+	Attempt int       `json:"attempt"`
+	At      time.Time `json:"at"`
+	Error   string    `json:"error"`
+}
+
+// Scheduled reports whether j is queued but not claimable before a later run_at.
+func (j *Job) Scheduled(now time.Time) bool {
+	return j.Status == StatusQueued && j.RunAt.After(now)
+}
+
+// DeadJob is one row of dead_letter_jobs: everything the job had, plus why
+// and when it moved, and how often it was replayed.
+type DeadJob struct {
+	ID                 int64           `json:"id"`
+	Queue              string          `json:"queue"`
+	Kind               string          `json:"kind"`
+	Payload            json.RawMessage `json:"payload"`
+	Priority           int             `json:"priority"`
+	Tags               []string        `json:"tags"`
+	Attempts           int             `json:"attempts"`
+	MaxAttempts        int             `json:"max_attempts"`
+	Timeout            Duration        `json:"timeout"`
+	Errors             []AttemptError  `json:"errors"`
+	IdempotencyKey     string          `json:"idempotency_key,omitempty"`
+	OriginalCreatedAt  time.Time       `json:"original_created_at"`
+	ReplayedFrom       *int64          `json:"replayed_from"`
+	Reason             string          `json:"dead_letter_reason"`
+	LastError          string          `json:"last_error"`
+	MovedAt            time.Time       `json:"moved_to_dead_letter_at"`
+	OriginalLease      int64           `json:"original_lease"`
+	ResurrectionCount  int             `json:"resurrection_count"`
+	LastResurrectionAt *time.Time      `json:"last_resurrection_at"`
+}
+
+// DeadLetterInfo is the dead_letter object of a job shown through GET /api/jobs/{id}.
+type DeadLetterInfo struct {
+	Reason             string     `json:"dead_letter_reason"`
+	LastError          string     `json:"last_error"`
+	MovedAt            time.Time  `json:"moved_to_dead_letter_at"`
+	OriginalLease      int64      `json:"original_lease"`
+	OriginalCreatedAt  time.Time  `json:"original_created_at"`
+	ResurrectionCount  int        `json:"resurrection_count"`
+	LastResurrectionAt *time.Time `json:"last_resurrection_at"`
+}
+
+// AsJob shows d as the job it was, with status dead_letter.
+func (d *DeadJob) AsJob() *Job {
+	return &Job{
+		ID: d.ID, Queue: d.Queue, Kind: d.Kind, Payload: d.Payload,
+		Status: StatusDeadLetter, Priority: d.Priority, RunAt: d.OriginalCreatedAt,
+		Attempts: d.Attempts, MaxAttempts: d.MaxAttempts, Timeout: d.Timeout,
+		Tags: d.Tags, IdempotencyKey: d.IdempotencyKey, Lease: d.OriginalLease,
+		Errors: d.Errors, ReplayedFrom: d.ReplayedFrom,
+		CreatedAt: d.OriginalCreatedAt, UpdatedAt: d.MovedAt, FinishedAt: &d.MovedAt,
+		DeadLetter: &DeadLetterInfo{
+			Reason: d.Reason, LastError: d.LastError, MovedAt: d.MovedAt,
+			OriginalLease: d.OriginalLease, OriginalCreatedAt: d.OriginalCreatedAt,
+			ResurrectionCount: d.ResurrectionCount, LastResurrectionAt: d.LastResurrectionAt,
+		},
+	}
+}
+
+// NewJob is a validated submission with every default filled in
+// (see Service.Submit); stores insert it as is.
+type NewJob struct {
+	Queue          string
+	Kind           string
+	Payload        json.RawMessage
+	Priority       int
+	RunAt          time.Time
+	MaxAttempts    int
+	Timeout        time.Duration
+	ExpiresAt      *time.Time
+	Tags           []string
+	IdempotencyKey string
+	ReplayedFrom   *int64
+}
+
+// Submitted is a store's answer for one NewJob: the stored job, and whether
+// it already existed under the same idempotency key (nothing was inserted).
+type Submitted struct {
+	Job      *Job
+	Existing bool
+}
+
+// Duration is a time.Duration that JSON shows as a Go duration string
+// ("30s") and reads from such a string or from a number of seconds.
+type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// MarshalJSON writes d as a duration string.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+// UnmarshalJSON reads "1m30s", "90s" or a number of seconds (90, 1.5).
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		v, err := ParseDuration(s)
+		if err != nil {
+			return err
+		}
+		*d = Duration(v)
+		return nil
+	}
+	var secs float64
+	if err := json.Unmarshal(b, &secs); err != nil {
+		return fmt.Errorf("want a duration like \"30s\" or a number of seconds")
+	}
+	if secs > float64(1<<62)/1e9 || secs < -float64(1<<62)/1e9 {
+		return fmt.Errorf("duration out of range")
+	}
+	*d = Duration(secs * float64(time.Second))
+	return nil
+}
+
+// ParseDuration reads a Go duration ("1h30m", "250ms"), a plain number of
+// seconds ("90"), or days ("7d", "30d"), since retention windows are often days.
+func ParseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, fmt.Errorf("empty duration")
+	}
+	if n, err := strconv.ParseFloat(s, 64); err == nil {
+		if n > float64(1<<62)/1e9 || n < -float64(1<<62)/1e9 {
+			return 0, fmt.Errorf("duration %q out of range", s)
+		}
+		return time.Duration(n * float64(time.Second)), nil
+	}
+	if strings.HasSuffix(s, "d") {
+		n, err := strconv.ParseFloat(strings.TrimSuffix(s, "d"), 64)
+		if err != nil || n > 100000 || n < -100000 {
+			return 0, fmt.Errorf("invalid duration %q (want e.g. \"30s\", \"5m\", \"7d\")", s)
+		}
+		return time.Duration(n * 24 * float64(time.Hour)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("invalid duration %q (want e.g. \"30s\", \"5m\", \"7d\")", s)
+	}
+	return d, nil
+}
+
+// timeLayout is how the API writes times: RFC 3339, UTC, always with milliseconds.
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// FormatTime writes t as the API does.
+func FormatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+// MarshalJSON writes times with fixed milliseconds in UTC and never null
+// slices, so scripts can rely on the shape.
+func (j Job) MarshalJSON() ([]byte, error) {
+	type plain Job
+	w := struct {
+		plain
+		RunAt          string  `json:"run_at"`
+		ExpiresAt      *string `json:"expires_at"`
+		LeaseExpiresAt *string `json:"lease_expires_at"`
+		CreatedAt      string  `json:"created_at"`
+		UpdatedAt      string  `json:"updated_at"`
+		StartedAt      *string `json:"started_at"`
+		FinishedAt     *string `json:"finished_at"`
+	}{
+		plain: plain(j), RunAt: FormatTime(j.RunAt), ExpiresAt: fmtPtr(j.ExpiresAt),
+		LeaseExpiresAt: fmtPtr(j.LeaseExpiresAt), CreatedAt: FormatTime(j.CreatedAt),
+		UpdatedAt: FormatTime(j.UpdatedAt), StartedAt: fmtPtr(j.StartedAt), FinishedAt: fmtPtr(j.FinishedAt),
+	}
+	fillJSONDefaults(&w.plain.Payload, &w.plain.Tags, &w.plain.Errors)
+	if w.plain.Result == nil {
+		w.plain.Result = json.RawMessage("null")
+	}
+	return json.Marshal(w)
+}
+
+// MarshalJSON writes d like Job.MarshalJSON does.
+func (d DeadJob) MarshalJSON() ([]byte, error) {
+	type plain DeadJob
+	w := struct {
+		plain
+		Status             Status  `json:"status"`
+		OriginalCreatedAt  string  `json:"original_created_at"`
+		MovedAt            string  `json:"moved_to_dead_letter_at"`
+		LastResurrectionAt *string `json:"last_resurrection_at"`
+	}{
+		plain: plain(d), Status: StatusDeadLetter, OriginalCreatedAt: FormatTime(d.OriginalCreatedAt),
+		MovedAt: FormatTime(d.MovedAt), LastResurrectionAt: fmtPtr(d.LastResurrectionAt),
+	}
+	fillJSONDefaults(&w.plain.Payload, &w.plain.Tags, &w.plain.Errors)
+	return json.Marshal(w)
+}
+
+// MarshalJSON writes At like the other times.
+func (e AttemptError) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Attempt int    `json:"attempt"`
+		At      string `json:"at"`
+		Error   string `json:"error"`
+	}{e.Attempt, FormatTime(e.At), e.Error})
+}
+
+// MarshalJSON writes the times like the other times.
+func (d DeadLetterInfo) MarshalJSON() ([]byte, error) {
+	type plain DeadLetterInfo
+	return json.Marshal(struct {
+		plain
+		MovedAt            string  `json:"moved_to_dead_letter_at"`
+		OriginalCreatedAt  string  `json:"original_created_at"`
+		LastResurrectionAt *string `json:"last_resurrection_at"`
+	}{plain(d), FormatTime(d.MovedAt), FormatTime(d.OriginalCreatedAt), fmtPtr(d.LastResurrectionAt)})
+}
+
+func fillJSONDefaults(payload *json.RawMessage, tags *[]string, errs *[]AttemptError) {
+	if len(*payload) == 0 {
+		*payload = json.RawMessage("null")
+	}
+	if *tags == nil {
+		*tags = []string{}
+	}
+	if *errs == nil {
+		*errs = []AttemptError{}
+	}
+}
+
+func fmtPtr(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := FormatTime(*t)
+	return &s
+}

@@ -1,0 +1,274 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Maintainer keeps the store tidy: every Interval it recovers expired
+// leases and expires TTLs (Tick); on the retention schedule it deletes old
+// rows in bounded passes (Sweep). Time comes from the Service's Clock, so
+// tests call Tick and Sweep after moving a FakeClock instead of sleeping.
+type Maintainer struct {
+	Service *Service
+}
+
+// Tick runs one round of the every-second work: stale leases, then TTLs.
+// It loops while a pass was full, so a backlog clears in one tick.
+func (m *Maintainer) Tick(ctx context.Context) error {
+	s := m.Service
+	for i := 0; i < 100; i++ {
+		n, err := s.Store.RecoverStale(ctx, BulkBatch, s.Config.Backoff)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			s.Log.Info().Int("jobs", n).Msg("expired leases recovered")
+		}
+		if n < BulkBatch {
+			break
+		}
+	}
+	for i := 0; i < 100; i++ {
+		n, err := s.Store.ExpireTTL(ctx, BulkBatch)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			s.Log.Info().Int("jobs", n).Msg("jobs expired")
+		}
+		if n < BulkBatch {
+			break
+		}
+	}
+	return nil
+}
+
+// Run calls Tick every interval (if zero, 1s) until ctx is done.
+func (m *Maintainer) Run(ctx context.Context, interval time.Duration) {
+	if interval <= 0 {
+		interval = time.Second
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if err := m.Tick(ctx); err != nil && ctx.Err() == nil {
+			m.Service.Log.Error().Err(err).Msg("maintenance tick failed")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// SweepResult counts what one Sweep deleted.
+type SweepResult struct {
+	Finished, Dead, Events, Audit, Other int
+}
+
+// Sweep deletes what retention allows: done and cancelled jobs past their
+// queue's retention (default 24h), dead-letter rows past dlq_retention by
+// moved_to_dead_letter_at (default 30 days), events and audit past 7 days,
+// and old bookkeeping. Each statement deletes at most BulkBatch rows.
+func (m *Maintainer) Sweep(ctx context.Context) (SweepResult, error) {
+	s := m.Service
+	now := s.Clock.Now()
+	var res SweepResult
+	var errs []error
+	pass := func(req DeleteOldRequest, into *int) {
+		req.Limit = BulkBatch
+		for i := 0; i < 10000; i++ { // bounded: a huge backlog finishes on later sweeps
+			n, err := s.Store.DeleteOld(ctx, req)
+			*into += n
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			if n < BulkBatch || ctx.Err() != nil {
+				return
+			}
+		}
+	}
+	// Queues with their own windows get their own passes; the default pass skips them.
+	def := s.Config.Queue("\x00") // no such queue: the [defaults] and built-ins
+	var ownRet, ownDLQ []string
+	for name := range s.Config.Queues {
+		q := s.Config.Queue(name)
+		if q.Retention != def.Retention {
+			ownRet = append(ownRet, name)
+			pass(DeleteOldRequest{What: OldFinished, Queue: name, Before: now.Add(-q.Retention.D())}, &res.Finished)
+		}
+		if q.DLQRetention != def.DLQRetention {
+			ownDLQ = append(ownDLQ, name)
+			pass(DeleteOldRequest{What: OldDead, Queue: name, Before: now.Add(-q.DLQRetention.D())}, &res.Dead)
+		}
+	}
+	pass(DeleteOldRequest{What: OldFinished, Except: ownRet, Before: now.Add(-def.Retention.D())}, &res.Finished)
+	pass(DeleteOldRequest{What: OldDead, Except: ownDLQ, Before: now.Add(-def.DLQRetention.D())}, &res.Dead)
+	evRet, auRet := s.Config.Maintenance.EventRetention.D(), s.Config.Maintenance.AuditRetention.D()
+	if evRet <= 0 {
+		evRet = DefaultEventRetention
+	}
+	if auRet <= 0 {
+		auRet = DefaultEventRetention
+	}
+	pass(DeleteOldRequest{What: OldEvents, Before: now.Add(-evRet)}, &res.Events)
+	pass(DeleteOldRequest{What: OldAudit, Before: now.Add(-auRet)}, &res.Audit)
+	pass(DeleteOldRequest{What: OldOnce, Before: now.Add(-evRet)}, &res.Other)
+	pass(DeleteOldRequest{What: OldPeriodic, Before: now.Add(-evRet)}, &res.Other)
+	pass(DeleteOldRequest{What: OldThroughput, Before: now.Add(-2 * time.Hour)}, &res.Other)
+	if res.Finished+res.Dead+res.Events+res.Audit > 0 {
+		s.Log.Info().Int("jobs", res.Finished).Int("dead_letter", res.Dead).Int("events", res.Events).
+			Int("audit", res.Audit).Msg("retention pass")
+	}
+	return res, errors.Join(errs...)
+}
+
+// Scheduler enqueues the periodic jobs of the config. Each fire time is
+// enqueued at most once across restarts and nodes: the store keys it by
+// (entry, fire time) under a unique index.
+type Scheduler struct {
+	Service *Service
+	next    map[string]time.Time
+}
+
+// PeriodicStatus is an entry's last and next fire, for the UI and API.
+type PeriodicStatus struct {
+	PeriodicConfig
+	LastFire *time.Time `json:"last_fire"`
+	NextFire time.Time  `json:"next_fire"`
+}
+
+// Start computes each entry's next fire and catches up a fire missed while
+// the server was down (catch_up "one": the latest missed fire, once; "none": skip).
+func (p *Scheduler) Start(ctx context.Context) error {
+	s := p.Service
+	now := s.Clock.Now()
+	p.next = map[string]time.Time{}
+	for _, e := range s.Config.Periodic {
+		if e.Schedule == nil {
+			continue
+		}
+		last, err := s.Store.LastFire(ctx, e.Name)
+		if err != nil {
+			return err
+		}
+		if last.IsZero() {
+			p.next[e.Name] = e.Schedule.Next(now)
+			continue
+		}
+		t := e.Schedule.Next(last)
+		var missed time.Time
+		for i := 0; !t.After(now) && i < 10_000_000; i++ {
+			missed, t = t, e.Schedule.Next(t)
+		}
+		if !missed.IsZero() && e.CatchUp == "one" {
+			if err := p.fire(ctx, e, missed); err != nil {
+				return err
+			}
+		}
+		p.next[e.Name] = t
+	}
+	return nil
+}
+
+// Due enqueues every fire whose time has come and returns the earliest next fire.
+func (p *Scheduler) Due(ctx context.Context) (time.Time, error) {
+	s := p.Service
+	now := s.Clock.Now()
+	var earliest time.Time
+	var errs []error
+	for _, e := range s.Config.Periodic {
+		t, ok := p.next[e.Name]
+		if !ok {
+			continue
+		}
+		for !t.After(now) {
+			if err := p.fire(ctx, e, t); err != nil {
+				errs = append(errs, err)
+				break // try this fire again next time
+			}
+			t = e.Schedule.Next(t)
+		}
+		p.next[e.Name] = t
+		if earliest.IsZero() || t.Before(earliest) {
+			earliest = t
+		}
+	}
+	return earliest, errors.Join(errs...)
+}
+
+func (p *Scheduler) fire(ctx context.Context, e PeriodicConfig, at time.Time) error {
+	s := p.Service
+	in := SubmitInput{Queue: e.Queue, Kind: e.Kind, Payload: e.PayloadJSON, Tags: e.Tags}
+	if e.Priority != 0 {
+		in.Priority = &e.Priority
+	}
+	if e.MaxAttempts != 0 {
+		in.MaxAttempts = &e.MaxAttempts
+	}
+	if e.Timeout > 0 {
+		in.Timeout = &e.Timeout
+	}
+	nj, err := in.NewJob(s.Config, s.Clock.Now())
+	if err != nil {
+		return err
+	}
+	job, created, err := s.Store.FirePeriodic(ctx, PeriodicFire{Entry: e.Name, FireAt: at, Job: nj, SkipIfPending: e.SkipIfPending})
+	if err != nil {
+		return err
+	}
+	if created {
+		s.Log.Info().Str("periodic", e.Name).Time("fire_at", at).Int64("job_id", job.ID).Msg("periodic job enqueued")
+	}
+	return nil
+}
+
+// Run fires entries on time until ctx is done.
+func (p *Scheduler) Run(ctx context.Context) {
+	if len(p.next) == 0 {
+		return
+	}
+	for {
+		next, err := p.Due(ctx)
+		if err != nil && ctx.Err() == nil {
+			p.Service.Log.Error().Err(err).Msg("periodic jobs")
+		}
+		wait := time.Second
+		if !next.IsZero() {
+			wait = min(max(next.Sub(p.Service.Clock.Now()), 0), time.Minute)
+		}
+		if err != nil {
+			wait = min(wait, time.Second)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// Status returns each entry's last and next fire.
+func (p *Scheduler) Status(ctx context.Context) ([]PeriodicStatus, error) {
+	s := p.Service
+	out := []PeriodicStatus{}
+	for _, e := range s.Config.Periodic {
+		st := PeriodicStatus{PeriodicConfig: e}
+		last, err := s.Store.LastFire(ctx, e.Name)
+		if err != nil {
+			return nil, err
+		}
+		if !last.IsZero() {
+			st.LastFire = &last
+		}
+		if e.Schedule != nil {
+			st.NextFire = e.Schedule.Next(s.Clock.Now())
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}

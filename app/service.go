@@ -1,0 +1,409 @@
+package app
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Service is the queue as its callers see it: the HTTP API, the CLI and the
+// in-process Go worker. It validates input, applies the per-queue policy of
+// the Config, waits (long-poll claims, submit-and-wait), and runs bulk
+// actions in bounded batches. It keeps no state of its own beyond the
+// Store, so several servers may share one database.
+type Service struct {
+	Store  Store
+	Config *Config
+	Clock  Clock
+	Bus    *Bus
+	Log    zerolog.Logger
+}
+
+// NewService returns a Service over store. A nil cfg means the defaults;
+// clock and bus must be the ones the store was opened with.
+func NewService(store Store, cfg *Config, clock Clock, bus *Bus, log zerolog.Logger) *Service {
+	if cfg == nil {
+		cfg = DefaultConfig()
+	}
+	if clock == nil {
+		clock = SystemClock{}
+	}
+	if bus == nil {
+		bus = NewBus()
+	}
+	return &Service{Store: store, Config: cfg, Clock: clock, Bus: bus, Log: log}
+}
+
+// Submit validates and stores jobs all or nothing. With one input the
+// field names in errors are plain; with more they are prefixed jobs[i].
+func (s *Service) Submit(ctx context.Context, ins []SubmitInput) ([]Submitted, error) {
+	if len(ins) == 0 {
+		return nil, Invalid("jobs", "no jobs given")
+	}
+	if len(ins) > MaxBatch {
+		return nil, Invalid("jobs", "%d jobs; a batch holds at most %d", len(ins), MaxBatch)
+	}
+	now := s.Clock.Now()
+	req := SubmitRequest{Jobs: make([]NewJob, len(ins)), MaxQueued: s.Config.MaxQueued()}
+	for i := range ins {
+		nj, err := ins[i].NewJob(s.Config, now)
+		if err != nil {
+			var ie *InvalidError
+			if len(ins) > 1 && errors.As(err, &ie) {
+				ie.Field = fmt.Sprintf("jobs[%d].%s", i, ie.Field)
+			}
+			return nil, err
+		}
+		req.Jobs[i] = nj
+	}
+	return s.Store.Submit(ctx, req)
+}
+
+// Get returns job id as the API shows it: from the jobs table, or in its
+// dead-letter form. A positive wait holds the answer until the job is
+// terminal (done, cancelled or dead-lettered) or wait passes.
+func (s *Service) Get(ctx context.Context, id int64, wait time.Duration, events bool) (*Job, error) {
+	if wait > MaxWait {
+		return nil, Invalid("wait", "wait is at most %s", MaxWait)
+	}
+	var sub *Subscription
+	if wait > 0 {
+		sub = s.Bus.Subscribe(64, func(e *Event) bool { return e.JobID == id })
+		defer sub.Close()
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		job, dead, err := s.Store.Lookup(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if job == nil {
+			job = dead.AsJob()
+		}
+		left := time.Until(deadline)
+		if wait <= 0 || left <= 0 || job.Status.Terminal() || job.Status == StatusDeadLetter {
+			if events {
+				if job.Events, err = s.Store.JobEvents(ctx, id); err != nil {
+					return nil, err
+				}
+			}
+			return job, nil
+		}
+		t := time.NewTimer(min(left, time.Second)) // the second: a change made by another node
+		select {
+		case _, ok := <-sub.C:
+			if !ok { // dropped for falling behind: poll from here on
+				sub = s.Bus.Subscribe(64, func(e *Event) bool { return e.JobID == id })
+				defer sub.Close()
+			}
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+		t.Stop()
+	}
+}
+
+// ListInput is the query of GET /api/jobs.
+type ListInput struct {
+	Queue, Kind, Status, Tag string
+	Limit                    int
+	Cursor                   string
+	Asc                      bool
+}
+
+// JobPage is one page of a job listing.
+type JobPage struct {
+	Jobs       []*Job `json:"jobs"`
+	NextCursor string `json:"next_cursor"`
+}
+
+// List returns one page of jobs, newest first unless in.Asc. Status may be
+// one of the four, "scheduled", or "dead_letter" (rows of the DLQ).
+func (s *Service) List(ctx context.Context, in ListInput) (*JobPage, error) {
+	f, err := in.filter()
+	if err != nil {
+		return nil, err
+	}
+	page := &JobPage{Jobs: []*Job{}}
+	if in.Status == string(StatusDeadLetter) {
+		rows, err := s.Store.ListDead(ctx, DeadFilter{Queue: f.Queue, Kind: f.Kind, Tag: f.Tag, AfterID: f.AfterID, Asc: f.Asc, Limit: f.Limit})
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range rows {
+			page.Jobs = append(page.Jobs, d.AsJob())
+		}
+	} else if page.Jobs, err = s.Store.List(ctx, f); err != nil {
+		return nil, err
+	}
+	if page.Jobs == nil {
+		page.Jobs = []*Job{}
+	}
+	if len(page.Jobs) == f.Limit {
+		page.NextCursor = EncodeCursor(page.Jobs[len(page.Jobs)-1].ID, f.Asc)
+	}
+	return page, nil
+}
+
+func (in ListInput) filter() (JobFilter, error) {
+	f := JobFilter{Queue: in.Queue, Kind: in.Kind, Tag: in.Tag, Status: in.Status, Asc: in.Asc, Limit: in.Limit}
+	if f.Queue != "" {
+		if err := ValidateQueue(f.Queue); err != nil {
+			return f, Invalid("queue", "%v", err)
+		}
+	}
+	if f.Kind != "" {
+		if err := ValidateKind(f.Kind); err != nil {
+			return f, Invalid("kind", "kind %v", err)
+		}
+	}
+	if err := ValidateTag(f.Tag); err != nil {
+		return f, err
+	}
+	switch f.Status {
+	case "", "queued", "scheduled", "processing", "done", "cancelled", "dead_letter":
+	default:
+		return f, Invalid("status", "status %q is not one of queued, scheduled, processing, done, cancelled, dead_letter", clip(f.Status))
+	}
+	if f.Limit == 0 {
+		f.Limit = 50
+	}
+	if f.Limit < 1 || f.Limit > 1000 {
+		return f, Invalid("limit", "limit must be between 1 and 1000")
+	}
+	if in.Cursor != "" {
+		id, asc, err := DecodeCursor(in.Cursor)
+		if err != nil {
+			return f, err
+		}
+		f.AfterID, f.Asc = id, asc
+	}
+	return f, nil
+}
+
+// EncodeCursor makes the opaque next_cursor of a listing.
+func EncodeCursor(afterID int64, asc bool) string {
+	dir := "d"
+	if asc {
+		dir = "a"
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(dir + strconv.FormatInt(afterID, 10)))
+}
+
+// DecodeCursor reads a cursor made by EncodeCursor; anything else is an
+// *InvalidError, so a cursor can never reach SQL as text.
+func DecodeCursor(c string) (int64, bool, error) {
+	bad := Invalid("cursor", "cursor is not one this server made; start again without it")
+	if len(c) > 64 {
+		return 0, false, bad
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || len(b) < 2 || (b[0] != 'a' && b[0] != 'd') {
+		return 0, false, bad
+	}
+	id, err := strconv.ParseInt(string(b[1:]), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, false, bad
+	}
+	return id, b[0] == 'a', nil
+}
+
+// ClaimInput is the body of POST /api/queues/{queue}/claim.
+type ClaimInput struct {
+	WorkerID string    `json:"worker_id"`
+	Limit    int       `json:"limit"`
+	Wait     *Duration `json:"wait"`
+	Kinds    []string  `json:"kinds"`
+	Timeout  *Duration `json:"timeout"`
+}
+
+// Claim hands out up to in.Limit jobs of queue. With a wait it holds the
+// answer until a job lands (woken by the store at once, never by polling
+// for submissions) or the wait ends, then answers what it has (maybe none).
+func (s *Service) Claim(ctx context.Context, queue string, in ClaimInput) ([]*Job, error) {
+	if err := ValidateQueue(queue); err != nil {
+		return nil, Invalid("queue", "%v", err)
+	}
+	if in.Limit == 0 {
+		in.Limit = 1
+	}
+	if in.Limit < 1 || in.Limit > MaxClaim {
+		return nil, Invalid("limit", "limit must be between 1 and %d", MaxClaim)
+	}
+	if len(in.WorkerID) > 255 {
+		return nil, Invalid("worker_id", "worker_id is at most 255 bytes")
+	}
+	if len(in.Kinds) > 100 {
+		return nil, Invalid("kinds", "at most 100 kinds")
+	}
+	for _, k := range in.Kinds {
+		if err := ValidateKind(k); err != nil {
+			return nil, Invalid("kinds", "kind %v", err)
+		}
+	}
+	var wait time.Duration
+	if in.Wait != nil {
+		wait = in.Wait.D()
+		if wait < 0 || wait > MaxWait {
+			return nil, Invalid("wait", "wait must be between 0s and 60s")
+		}
+	}
+	q := s.Config.Queue(queue)
+	req := ClaimRequest{Queue: queue, WorkerID: in.WorkerID, Limit: in.Limit, Kinds: in.Kinds,
+		Concurrency: q.Concurrency, Rate: q.Rate, Burst: q.Burst}
+	if in.Timeout != nil {
+		if in.Timeout.D() < time.Millisecond || in.Timeout.D() > MaxTimeout {
+			return nil, Invalid("timeout", "timeout must be between 1ms and 24h")
+		}
+		req.Timeout = in.Timeout.D()
+	}
+	recheck := time.Second // scheduled jobs coming due; changes made on another node
+	if q.Rate > 0 {
+		recheck = min(recheck, time.Duration(float64(time.Second)/q.Rate))
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		wake := s.Store.Wake(queue)
+		jobs, err := s.Store.Claim(ctx, req)
+		if err != nil || len(jobs) > 0 {
+			return jobs, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return []*Job{}, nil
+		}
+		t := time.NewTimer(min(left, recheck))
+		select {
+		case <-wake:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return []*Job{}, nil // the claimer left; nothing was handed out
+		}
+		t.Stop()
+	}
+}
+
+// Heartbeat extends a lease by extend (if zero, the job's timeout).
+func (s *Service) Heartbeat(ctx context.Context, id, lease int64, extend time.Duration) (*Job, error) {
+	if extend < 0 || extend > MaxTimeout {
+		return nil, Invalid("extend", "extend must be between 0s and 24h")
+	}
+	return s.Store.Heartbeat(ctx, id, lease, extend)
+}
+
+// Complete acknowledges one job.
+func (s *Service) Complete(ctx context.Context, id, lease int64, result json.RawMessage) error {
+	errs, err := s.CompleteBatch(ctx, []Completion{{ID: id, Lease: lease, Result: result}})
+	if err != nil {
+		return err
+	}
+	return errs[0]
+}
+
+// CompleteBatch acknowledges many jobs, each fenced on its own.
+func (s *Service) CompleteBatch(ctx context.Context, items []Completion) ([]error, error) {
+	if len(items) == 0 {
+		return nil, Invalid("jobs", "no jobs given")
+	}
+	if len(items) > MaxCompleteBatch {
+		return nil, Invalid("jobs", "%d jobs; at most %d", len(items), MaxCompleteBatch)
+	}
+	for i, it := range items {
+		if len(it.Result) > MaxResultBytes {
+			return nil, TooLarge("result", "result of job %d is %d bytes; the limit is 1 MiB", it.ID, len(it.Result))
+		}
+		if len(it.Result) > 0 && !json.Valid(it.Result) {
+			return nil, Invalid(fmt.Sprintf("jobs[%d].result", i), "result is not valid JSON")
+		}
+	}
+	return s.Store.Complete(ctx, items)
+}
+
+// FailInput is the body of POST /api/jobs/{id}/fail.
+type FailInput struct {
+	Lease   int64     `json:"lease"`
+	Error   string    `json:"error"`
+	Retry   *bool     `json:"retry"`
+	RetryIn *Duration `json:"retry_in"`
+}
+
+// Fail reports a failed attempt of job id.
+func (s *Service) Fail(ctx context.Context, id int64, in FailInput) (*FailResult, error) {
+	req := FailRequest{ID: id, Lease: in.Lease, Error: in.Error, Retry: true, Backoff: s.Config.Backoff}
+	if in.Retry != nil {
+		req.Retry = *in.Retry
+	}
+	if in.RetryIn != nil {
+		if in.RetryIn.D() < 0 || in.RetryIn.D() > MaxDelay {
+			return nil, Invalid("retry_in", "retry_in must be between 0s and 10 years")
+		}
+		req.RetryIn = in.RetryIn.D()
+	}
+	if req.Error == "" {
+		req.Error = "failed"
+	}
+	return s.Store.Fail(ctx, req)
+}
+
+// Snooze puts a processing job back for delay without counting the attempt.
+func (s *Service) Snooze(ctx context.Context, id, lease int64, delay time.Duration) (*Job, error) {
+	if delay < 0 || delay > MaxDelay {
+		return nil, Invalid("delay", "delay must be between 0s and 10 years")
+	}
+	return s.Store.Snooze(ctx, id, lease, delay)
+}
+
+// Cancel cancels job id. Without a lease it is an operator's request (and
+// audited as actor's); with one, the worker acknowledges a cancel.
+func (s *Service) Cancel(ctx context.Context, id int64, lease *int64, actor string) (*Job, error) {
+	req := CancelRequest{ID: id, Lease: lease}
+	if lease == nil {
+		req.Audit = &AuditEntry{Actor: actor, Action: "job.cancel", Target: "job " + strconv.FormatInt(id, 10)}
+	}
+	return s.Store.Cancel(ctx, req)
+}
+
+// Once takes the once-record key (SPEC section 5) for holdFor (default 5m).
+func (s *Service) Once(ctx context.Context, key string, holdFor time.Duration) (*OnceRecord, error) {
+	if err := validateOnceKey(key); err != nil {
+		return nil, err
+	}
+	if holdFor == 0 {
+		holdFor = 5 * time.Minute
+	}
+	if holdFor < 0 || holdFor > MaxTimeout {
+		return nil, Invalid("hold_for", "hold_for must be between 1s and 24h")
+	}
+	return s.Store.OnceAcquire(ctx, key, holdFor)
+}
+
+// OnceDone stores the result of the side effect held with token.
+func (s *Service) OnceDone(ctx context.Context, key, token string, result json.RawMessage) (*OnceRecord, error) {
+	if err := validateOnceKey(key); err != nil {
+		return nil, err
+	}
+	if token == "" {
+		return nil, Invalid("token", "token is required (the one POST /api/once/{key} gave)")
+	}
+	if len(result) > MaxResultBytes {
+		return nil, TooLarge("result", "result is %d bytes; the limit is 1 MiB", len(result))
+	}
+	return s.Store.OnceDone(ctx, key, token, result)
+}
+
+func validateOnceKey(key string) error {
+	if key == "" || len(key) > MaxKeyLength || strings.ContainsAny(key, "\x00") {
+		return Invalid("key", "once key must be 1-255 bytes")
+	}
+	return nil
+}

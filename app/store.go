@@ -1,0 +1,369 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Store keeps jobs, dead-letter rows and the records around them. Every
+// implementation (sqlite, postgres, memory) passes storetest.Run, and every
+// method that moves a job does it in one transaction: after an error nothing
+// has changed. Stores take their clock, event bus and fault hook from
+// StoreOptions; they apply the lifecycle rules of this package
+// (Transition, DecideFail, ...) rather than their own.
+type Store interface {
+	// Submit inserts jobs all or nothing. A job whose idempotency key is
+	// already used in its queue (by a stored job or dead-letter row) inserts
+	// nothing and comes back with Existing set, or fails the whole call with
+	// ErrIdempotencyConflict when its kind or payload differ. A queue at its
+	// MaxQueued limit fails the call with ErrQueueFull.
+	Submit(ctx context.Context, req SubmitRequest) ([]Submitted, error)
+	// Lookup reads job id from the jobs table and from the dead-letter table
+	// in one consistent snapshot and returns what it found in each (exactly
+	// one is not nil in a sound store; ErrNotFound when neither).
+	Lookup(ctx context.Context, id int64) (*Job, *DeadJob, error)
+	// List returns jobs matching f in id order (descending unless f.Asc).
+	List(ctx context.Context, f JobFilter) ([]*Job, error)
+	// JobEvents returns the lifecycle events recorded for job id, oldest first.
+	JobEvents(ctx context.Context, id int64) ([]Event, error)
+
+	// Claim moves up to req.Limit claimable jobs of req.Queue to processing,
+	// in claim order (priority, run_at, id), each with a new lease. A paused
+	// queue, a full concurrency limit or an empty rate bucket hands out fewer
+	// or none.
+	Claim(ctx context.Context, req ClaimRequest) ([]*Job, error)
+	// Heartbeat extends the lease of a processing job held with lease.
+	// ErrLeaseLost if lease is stale, ErrNotFound for an unknown id.
+	Heartbeat(ctx context.Context, id, lease int64, extend time.Duration) (*Job, error)
+	// Complete marks each processing job done with its result; each item is
+	// fenced on its own, so the slice of errors matches items one to one.
+	// The error is for the call as a whole (the store failed).
+	Complete(ctx context.Context, items []Completion) ([]error, error)
+	// Fail records a failed attempt and retries the job with backoff, or
+	// moves it to the dead-letter queue (see DecideFail).
+	Fail(ctx context.Context, req FailRequest) (*FailResult, error)
+	// Snooze puts a processing job back to queued with run_at = now+delay,
+	// giving back the attempt it used.
+	Snooze(ctx context.Context, id, lease int64, delay time.Duration) (*Job, error)
+	// Cancel cancels a queued job, requests the cancel of a processing one,
+	// or, with a lease, finishes a cancel the worker acknowledges.
+	Cancel(ctx context.Context, req CancelRequest) (*Job, error)
+
+	// ListDead returns dead-letter rows matching f in id order.
+	ListDead(ctx context.Context, f DeadFilter) ([]*DeadJob, error)
+	// CountDead counts dead-letter rows matching f (cursor fields ignored).
+	CountDead(ctx context.Context, f DeadFilter) (int, error)
+	// CountJobs counts jobs matching f (cursor fields ignored).
+	CountJobs(ctx context.Context, f JobFilter) (int, error)
+	// Replay inserts a fresh queued job from each dead-letter row matching
+	// req.Filter (at most Filter.Limit), keeping the rows and counting the
+	// resurrection, in one transaction. It returns the new jobs in row order.
+	Replay(ctx context.Context, req ReplayRequest) ([]*Job, error)
+	// Purge deletes the dead-letter rows matching f (at most f.Limit) in one
+	// transaction and returns their ids.
+	Purge(ctx context.Context, f DeadFilter, audit *AuditEntry) ([]int64, error)
+	// MoveToDead moves queued jobs matching f (at most f.Limit) to the
+	// dead-letter queue with reason admin_move, in one transaction.
+	MoveToDead(ctx context.Context, f JobFilter, audit *AuditEntry) ([]int64, error)
+	// Drain cancels queued jobs matching f (at most f.Limit) with reason
+	// drained, in one transaction.
+	Drain(ctx context.Context, f JobFilter, audit *AuditEntry) ([]int64, error)
+
+	// Queues returns every queue that has jobs, dead-letter rows or state.
+	Queues(ctx context.Context) ([]QueueState, error)
+	// SetPaused pauses or resumes queue; the state survives restarts.
+	SetPaused(ctx context.Context, queue string, paused bool, audit *AuditEntry) error
+	// Stats counts jobs per queue as of now (see QueueStats).
+	Stats(ctx context.Context) ([]QueueStats, error)
+	// Throughput returns completed and failed counts per minute since since.
+	Throughput(ctx context.Context, since time.Time) ([]MinuteCount, error)
+
+	// RecoverStale finishes up to limit processing jobs whose lease expired:
+	// cancelled if a cancel was requested, else a failed attempt (retried, or
+	// dead-lettered with reason lease_expired on the last attempt).
+	RecoverStale(ctx context.Context, limit int, backoff BackoffFunc) (int, error)
+	// ExpireTTL cancels up to limit queued jobs whose expires_at passed.
+	ExpireTTL(ctx context.Context, limit int) (int, error)
+	// DeleteOld deletes up to req.Limit rows of req.What older than req.Before
+	// in one statement and returns how many went.
+	DeleteOld(ctx context.Context, req DeleteOldRequest) (int, error)
+
+	// FirePeriodic enqueues job for the periodic entry's fire time unless that
+	// fire was enqueued before (by any node), and returns the job it made.
+	// With skipIfPending, a fire whose entry still has a queued or processing
+	// job is recorded but enqueues nothing.
+	FirePeriodic(ctx context.Context, fire PeriodicFire) (*Job, bool, error)
+	// LastFire returns the latest recorded fire time of entry (zero if none).
+	LastFire(ctx context.Context, entry string) (time.Time, error)
+
+	// RecordAudit stores an admin action.
+	RecordAudit(ctx context.Context, e AuditEntry) error
+	// ListAudit returns admin actions, newest first.
+	ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
+
+	// OnceAcquire takes the once-record key for holdFor, or reports that it
+	// is done (Record.Done) or held by another live claim (ErrOnceHeld).
+	OnceAcquire(ctx context.Context, key string, holdFor time.Duration) (*OnceRecord, error)
+	// OnceDone stores result for key held with token.
+	OnceDone(ctx context.Context, key, token string, result json.RawMessage) (*OnceRecord, error)
+
+	// Wake returns a channel closed when queue may have new claimable work
+	// (a submission, a retry, a resume). Take it before claiming, so nothing
+	// that lands in between is missed.
+	Wake(queue string) <-chan struct{}
+	// Ping reports whether the store can be reached.
+	Ping(ctx context.Context) error
+	// Close releases the store; it waits for writes in flight.
+	Close() error
+}
+
+// StoreOptions is what every store takes besides its address.
+type StoreOptions struct {
+	// Clock gives all times. If nil, the system clock is used.
+	Clock Clock
+	// Bus receives lifecycle events after they commit. If nil, none are published.
+	Bus *Bus
+	// Fault, if set, is called at the named FaultPoints inside write
+	// transactions; a non-nil error aborts that transaction. Tests only.
+	Fault FaultFunc
+	// Log receives the store's own logs. If zero, nothing is logged.
+	Log zerolog.Logger
+	// ObserveWrite, if set, sees the size (requests or rows) and duration of
+	// every write transaction, for metrics.
+	ObserveWrite func(batch int, took time.Duration)
+}
+
+// FaultFunc lets tests break a transaction at a named point (see FaultPoint).
+type FaultFunc func(ctx context.Context, point FaultPoint, jobID int64) error
+
+// FaultPoint names a place inside a write transaction where tests inject faults.
+type FaultPoint string
+
+// FaultDeadLetterInsert is between the INSERT into dead_letter_jobs and the
+// DELETE from jobs of a dead-letter move.
+const FaultDeadLetterInsert FaultPoint = "dead_letter.after_insert"
+
+// ClockOrSystem returns o.Clock, or the system clock.
+func (o StoreOptions) ClockOrSystem() Clock {
+	if o.Clock == nil {
+		return SystemClock{}
+	}
+	return o.Clock
+}
+
+// SubmitRequest is a batch of new jobs with the admission limits of their queues.
+type SubmitRequest struct {
+	Jobs []NewJob
+	// MaxQueued maps a queue to its max_queued limit (absent or 0: none).
+	MaxQueued map[string]int
+}
+
+// ClaimRequest asks for work from one queue.
+type ClaimRequest struct {
+	Queue    string
+	WorkerID string
+	// Limit is how many jobs to hand out at most (at least 1).
+	Limit int
+	// Kinds, if not empty, restricts the claim to these kinds.
+	Kinds []string
+	// Timeout, if positive, is the lease length instead of each job's timeout.
+	Timeout time.Duration
+	// Concurrency caps the queue's processing jobs across all workers (0: none).
+	Concurrency int
+	// Rate caps claims per second across all workers (0: none), with Burst
+	// claims allowed at once (0: max(1, Rate)).
+	Rate  float64
+	Burst int
+}
+
+// Completion acknowledges one job.
+type Completion struct {
+	ID     int64           `json:"id"`
+	Lease  int64           `json:"lease"`
+	Result json.RawMessage `json:"result"`
+}
+
+// FailRequest reports a failed attempt.
+type FailRequest struct {
+	ID    int64
+	Lease int64
+	Error string
+	// Retry false sends the job straight to the dead-letter queue.
+	Retry bool
+	// RetryIn, if positive, replaces the backoff delay.
+	RetryIn time.Duration
+	// Backoff gives the delay before the next attempt.
+	Backoff BackoffFunc
+}
+
+// Outcomes of a failed attempt.
+const (
+	OutcomeRetryScheduled = "retry_scheduled"
+	OutcomeDeadLettered   = "dead_lettered"
+	OutcomeCancelled      = "cancelled"
+)
+
+// FailResult tells what became of a failed attempt: Job after a retry or a
+// cancel, Dead after a dead-letter move.
+type FailResult struct {
+	Outcome string
+	Job     *Job
+	Dead    *DeadJob
+}
+
+// CancelRequest cancels a job. Without Lease an operator asks; with Lease
+// the worker holding the job acknowledges a cancel.
+type CancelRequest struct {
+	ID     int64
+	Lease  *int64
+	Reason string // if empty, CancelRequested
+	Audit  *AuditEntry
+}
+
+// ReplayRequest replays dead-letter rows.
+type ReplayRequest struct {
+	Filter DeadFilter
+	// RunAt is when the first new job may run (zero: now); each following
+	// one is Spacing later (for bulk replay at a rate).
+	RunAt   time.Time
+	Spacing time.Duration
+	Audit   *AuditEntry
+}
+
+// JobFilter selects jobs. Zero fields match everything.
+type JobFilter struct {
+	IDs    []int64
+	Queue  string
+	Kind   string
+	Tag    string
+	Status string // one of the four, or "scheduled" (queued, run_at later than now), or "queued" (claimable now)
+	// StatusIn, if set, matches jobs in any of these stored statuses.
+	StatusIn []Status
+	// AfterID continues a listing after this id (in the listing's order).
+	AfterID int64
+	// MaxID, if positive, matches only ids up to it (bulk actions fix it at start).
+	MaxID int64
+	Asc   bool
+	Limit int
+}
+
+// Empty reports whether f selects by nothing but ids/paging.
+func (f JobFilter) Empty() bool { return f.Queue == "" && f.Kind == "" && f.Tag == "" }
+
+// DeadFilter selects dead-letter rows. Zero fields match everything.
+type DeadFilter struct {
+	IDs    []int64
+	Queue  string
+	Kind   string
+	Tag    string
+	Reason string
+	// OlderThan, if not zero, matches rows moved before it.
+	OlderThan time.Time
+	AfterID   int64
+	MaxID     int64
+	Asc       bool
+	Limit     int
+}
+
+// Empty reports whether f selects by nothing but ids/paging.
+func (f DeadFilter) Empty() bool {
+	return f.Queue == "" && f.Kind == "" && f.Tag == "" && f.Reason == "" && f.OlderThan.IsZero()
+}
+
+// QueueState is a queue as the store knows it.
+type QueueState struct {
+	Name     string     `json:"name"`
+	Paused   bool       `json:"paused"`
+	PausedAt *time.Time `json:"paused_at,omitempty"`
+}
+
+// QueueStats are the counts of GET /api/stats for one queue (or the total,
+// with Queue empty). Total is the sum of the six counts before it.
+type QueueStats struct {
+	Queue               string  `json:"queue,omitempty"`
+	Total               int64   `json:"total"`
+	Queued              int64   `json:"queued"`
+	Scheduled           int64   `json:"scheduled"`
+	Processing          int64   `json:"processing"`
+	Done                int64   `json:"done"`
+	Cancelled           int64   `json:"cancelled"`
+	DeadLetter          int64   `json:"dead_letter"`
+	OldestQueuedAge     float64 `json:"oldest_queued_age_seconds"`
+	CompletedLastMinute int64   `json:"completed_last_minute"`
+	FailedLastMinute    int64   `json:"failed_last_minute"`
+}
+
+// MinuteCount is how many attempts of a queue completed and failed in one minute.
+type MinuteCount struct {
+	Queue     string    `json:"queue"`
+	Minute    time.Time `json:"minute"`
+	Completed int64     `json:"completed"`
+	Failed    int64     `json:"failed"`
+}
+
+// What DeleteOld deletes.
+const (
+	OldFinished   = "finished"   // done and cancelled jobs, by finished_at
+	OldDead       = "dead"       // dead-letter rows, by moved_to_dead_letter_at
+	OldEvents     = "events"     // lifecycle events
+	OldAudit      = "audit"      // admin actions
+	OldOnce       = "once"       // finished once-records
+	OldPeriodic   = "periodic"   // periodic fire records
+	OldThroughput = "throughput" // per-second throughput counters
+)
+
+// DeleteOldRequest is one bounded retention pass.
+type DeleteOldRequest struct {
+	What   string
+	Before time.Time
+	// Queue, if set, limits the pass to one queue; Except skips queues that
+	// have their own retention (for the default pass).
+	Queue  string
+	Except []string
+	Limit  int
+}
+
+// PeriodicFire is one tick of a periodic entry.
+type PeriodicFire struct {
+	Entry         string
+	FireAt        time.Time
+	Job           NewJob
+	SkipIfPending bool
+}
+
+// AuditEntry is one admin action.
+type AuditEntry struct {
+	ID     int64           `json:"id"`
+	At     time.Time       `json:"at"`
+	Actor  string          `json:"actor"`
+	Action string          `json:"action"`
+	Target string          `json:"target,omitempty"`
+	Filter json.RawMessage `json:"filter,omitempty"`
+	Count  int             `json:"count"`
+}
+
+// AuditFilter selects audit entries.
+type AuditFilter struct {
+	Action   string
+	BeforeID int64
+	Limit    int
+}
+
+// OnceRecord is a side effect that must run once (SPEC section 5).
+type OnceRecord struct {
+	Key       string          `json:"key"`
+	Token     string          `json:"token,omitempty"`
+	Done      bool            `json:"done"`
+	Result    json.RawMessage `json:"result,omitempty"`
+	HeldUntil *time.Time      `json:"held_until,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+	DoneAt    *time.Time      `json:"done_at,omitempty"`
+	// Acquired is true when this call took the record.
+	Acquired bool `json:"-"`
+}
+
+// BackoffFunc is the delay before attempt+1 of a job in queue after attempt failed.
+type BackoffFunc func(queue string, attempt int) time.Duration

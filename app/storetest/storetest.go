@@ -1,0 +1,268 @@
+// Package storetest is the conformance suite of app.Store: every store
+// behaviour the contract promises, run against every store (sqlite,
+// postgres, memory) by that store's TestStore. A behaviour change of a store
+// starts as a case here. It imports testing, so only _test.go files import it.
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/queuehq/queue/app"
+)
+
+// Opener returns a fresh, empty store built with opts (its clock, bus and
+// fault hook); it registers the store's Close with t.Cleanup.
+type Opener func(t *testing.T, opts app.StoreOptions) app.Store
+
+// T0 is where every test's fake clock starts.
+var T0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// env is one test's store with its clock and bus.
+type env struct {
+	t     *testing.T
+	s     app.Store
+	clock *app.FakeClock
+	bus   *app.Bus
+	fault atomic.Pointer[app.FaultFunc]
+	ctx   context.Context
+}
+
+func newEnv(t *testing.T, open Opener) *env {
+	e := &env{t: t, clock: app.NewFakeClock(T0), bus: app.NewBus(), ctx: t.Context()}
+	e.s = open(t, app.StoreOptions{Clock: e.clock, Bus: e.bus, Fault: func(ctx context.Context, p app.FaultPoint, id int64) error {
+		if f := e.fault.Load(); f != nil {
+			return (*f)(ctx, p, id)
+		}
+		return nil
+	}})
+	return e
+}
+
+func (e *env) setFault(f app.FaultFunc) {
+	if f == nil {
+		e.fault.Store(nil)
+		return
+	}
+	e.fault.Store(&f)
+}
+
+// Run runs every case against a fresh store from open.
+func Run(t *testing.T, open Opener) {
+	cases := map[string]func(*env){
+		"SubmitStoresEveryField":                 testSubmitStoresEveryField,
+		"SubmitBatchIsAllOrNothing":              testSubmitBatchIsAllOrNothing,
+		"IdempotencyKeyReplaysAndConflicts":      testIdempotencyKeyReplaysAndConflicts,
+		"IdempotencyKeyHoldsAfterDeadLetter":     testIdempotencyKeyHoldsAfterDeadLetter,
+		"MaxQueuedRefusesAndStoresNothing":       testMaxQueuedRefusesAndStoresNothing,
+		"ClaimOrderIsPriorityRunAtID":            testClaimOrderIsPriorityRunAtID,
+		"ClaimSkipsScheduledExpiredAndKinds":     testClaimSkipsScheduledExpiredAndKinds,
+		"ClaimSetsLeaseAndAttempts":              testClaimSetsLeaseAndAttempts,
+		"ClaimHonoursConcurrencyLimit":           testClaimHonoursConcurrencyLimit,
+		"ClaimHonoursRateLimit":                  testClaimHonoursRateLimit,
+		"PausedQueueHandsOutNothing":             testPausedQueueHandsOutNothing,
+		"ConcurrentClaimersNeverShareAJob":       testConcurrentClaimersNeverShareAJob,
+		"HeartbeatExtendsAndIsFenced":            testHeartbeatExtendsAndIsFenced,
+		"StaleLeaseChangesNothing":               testStaleLeaseChangesNothing,
+		"CompleteStoresResult":                   testCompleteStoresResult,
+		"CompleteBatchFencesEachItem":            testCompleteBatchFencesEachItem,
+		"FailRetriesWithBackoff":                 testFailRetriesWithBackoff,
+		"FailOnLastAttemptDeadLetters":           testFailOnLastAttemptDeadLetters,
+		"FailWithoutRetryDeadLetters":            testFailWithoutRetryDeadLetters,
+		"DeadLetterDoesNotReuseIDs":              testDeadLetterDoesNotReuseIDs,
+		"SnoozeGivesTheAttemptBack":              testSnoozeGivesTheAttemptBack,
+		"CancelQueuedProcessingAndTerminal":      testCancelQueuedProcessingAndTerminal,
+		"CancelAcknowledgedWithLease":            testCancelAcknowledgedWithLease,
+		"StaleRecoveryRetriesAndDeadLetters":     testStaleRecoveryRetriesAndDeadLetters,
+		"StaleRecoveryFinishesRequestedCancel":   testStaleRecoveryFinishesRequestedCancel,
+		"TTLExpiresQueuedJobsEvenWhenPaused":     testTTLExpiresQueuedJobsEvenWhenPaused,
+		"FaultInsideDeadLetterMoveLosesNothing":  testFaultInsideDeadLetterMoveLosesNothing,
+		"DeadLetterMoveIsAtomicForReaders":       testDeadLetterMoveIsAtomicForReaders,
+		"ReplayKeepsRowAndCountsResurrections":   testReplayKeepsRowAndCountsResurrections,
+		"ReplayedJobFailsIntoDLQUnderItsOwnID":   testReplayedJobFailsIntoDLQUnderItsOwnID,
+		"ReplaySpacesRunAt":                      testReplaySpacesRunAt,
+		"PurgeDeletesOnlyMatchingRows":           testPurgeDeletesOnlyMatchingRows,
+		"ListDeadFiltersAndPages":                testListDeadFiltersAndPages,
+		"MoveToDeadTakesQueuedJobsOnly":          testMoveToDeadTakesQueuedJobsOnly,
+		"DrainCancelsQueuedJobs":                 testDrainCancelsQueuedJobs,
+		"ListFiltersAndPages":                    testListFiltersAndPages,
+		"StatsCountEveryState":                   testStatsCountEveryState,
+		"DeleteOldIsBoundedAndScoped":            testDeleteOldIsBoundedAndScoped,
+		"PeriodicFireEnqueuesOnce":               testPeriodicFireEnqueuesOnce,
+		"PeriodicSkipIfPending":                  testPeriodicSkipIfPending,
+		"OnceRecordRunsOnce":                     testOnceRecordRunsOnce,
+		"AuditRecordsAdminActions":               testAuditRecordsAdminActions,
+		"EventsRecordTheLifecycle":               testEventsRecordTheLifecycle,
+		"WakeFiresOnSubmit":                      testWakeFiresOnSubmit,
+		"PausedStateSurvivesInStore":             testPausedStateSurvivesInStore,
+		"ThroughputCountsCompletedAndFailed":     testThroughputCountsCompletedAndFailed,
+		"ServiceBulkActionsBatchAndAudit":        testServiceBulkActionsBatchAndAudit,
+		"ServiceBulkRefusesEmptyFilter":          testServiceBulkRefusesEmptyFilter,
+		"MaintainerSweepHonoursRetention":        testMaintainerSweepHonoursRetention,
+		"SchedulerCatchesUpOnceAfterRestart":     testSchedulerCatchesUpOnceAfterRestart,
+		"ServiceClaimLongPollWakesOnSubmit":      testServiceClaimLongPollWakesOnSubmit,
+		"ServiceGetWaitReturnsWhenJobIsTerminal": testServiceGetWaitReturnsWhenJobIsTerminal,
+	}
+	names := make([]string, 0, len(cases))
+	for n := range cases {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		run := cases[name]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			run(newEnv(t, open))
+		})
+	}
+}
+
+// ---- helpers ----
+
+func (e *env) newJob(queue, kind string, mods ...func(*app.NewJob)) app.NewJob {
+	nj := app.NewJob{Queue: queue, Kind: kind, Payload: json.RawMessage(`{"n":1}`), RunAt: e.clock.Now(),
+		MaxAttempts: 3, Timeout: 30 * time.Second}
+	for _, m := range mods {
+		m(&nj)
+	}
+	return nj
+}
+
+func (e *env) submit(jobs ...app.NewJob) []*app.Job {
+	e.t.Helper()
+	res, err := e.s.Submit(e.ctx, app.SubmitRequest{Jobs: jobs})
+	if err != nil {
+		e.t.Fatalf("Submit(%d jobs): %v", len(jobs), err)
+	}
+	out := make([]*app.Job, len(res))
+	for i, r := range res {
+		out[i] = r.Job
+	}
+	return out
+}
+
+func (e *env) submitOne(queue, kind string, mods ...func(*app.NewJob)) *app.Job {
+	e.t.Helper()
+	return e.submit(e.newJob(queue, kind, mods...))[0]
+}
+
+func (e *env) claim(queue string, n int) []*app.Job {
+	e.t.Helper()
+	jobs, err := e.s.Claim(e.ctx, app.ClaimRequest{Queue: queue, WorkerID: "w1", Limit: n})
+	if err != nil {
+		e.t.Fatalf("Claim(%q, %d): %v", queue, n, err)
+	}
+	return jobs
+}
+
+func (e *env) claimOne(queue string) *app.Job {
+	e.t.Helper()
+	jobs := e.claim(queue, 1)
+	if len(jobs) != 1 {
+		e.t.Fatalf("Claim(%q, 1) = %d jobs, want 1", queue, len(jobs))
+	}
+	return jobs[0]
+}
+
+func (e *env) get(id int64) *app.Job {
+	e.t.Helper()
+	j, d, err := e.s.Lookup(e.ctx, id)
+	if err != nil {
+		e.t.Fatalf("Lookup(%d): %v", id, err)
+	}
+	if j != nil && d != nil {
+		e.t.Fatalf("Lookup(%d): job is in jobs and in the dead-letter table", id)
+	}
+	if j == nil {
+		e.t.Fatalf("Lookup(%d): job is in the dead-letter table (reason %s), want it in jobs", id, d.Reason)
+	}
+	return j
+}
+
+func (e *env) dead(id int64) *app.DeadJob {
+	e.t.Helper()
+	j, d, err := e.s.Lookup(e.ctx, id)
+	if err != nil {
+		e.t.Fatalf("Lookup(%d): %v", id, err)
+	}
+	if j != nil {
+		e.t.Fatalf("Lookup(%d): job is in jobs (status %s), want it in the dead-letter table", id, j.Status)
+	}
+	return d
+}
+
+func (e *env) fail(j *app.Job, retry bool) *app.FailResult {
+	e.t.Helper()
+	res, err := e.s.Fail(e.ctx, app.FailRequest{ID: j.ID, Lease: j.Lease, Error: "boom", Retry: retry, Backoff: fixedBackoff})
+	if err != nil {
+		e.t.Fatalf("Fail(%d): %v", j.ID, err)
+	}
+	return res
+}
+
+func (e *env) complete(j *app.Job, result string) {
+	e.t.Helper()
+	errs, err := e.s.Complete(e.ctx, []app.Completion{{ID: j.ID, Lease: j.Lease, Result: json.RawMessage(result)}})
+	if err != nil || errs[0] != nil {
+		e.t.Fatalf("Complete(%d): %v %v", j.ID, err, errs)
+	}
+}
+
+// deadLetter runs j through failures until it is in the DLQ.
+func (e *env) deadLetter(j *app.Job) *app.DeadJob {
+	e.t.Helper()
+	c := e.claimOne(j.Queue)
+	if c.ID != j.ID {
+		e.t.Fatalf("claimed %d, want %d", c.ID, j.ID)
+	}
+	if r := e.fail(c, false); r.Outcome != app.OutcomeDeadLettered {
+		e.t.Fatalf("Fail(retry=false) outcome %s", r.Outcome)
+	}
+	return e.dead(j.ID)
+}
+
+func fixedBackoff(queue string, attempt int) time.Duration {
+	return time.Duration(attempt) * 10 * time.Second
+}
+
+func ids(jobs []*app.Job) []int64 {
+	out := make([]int64, len(jobs))
+	for i, j := range jobs {
+		out[i] = j.ID
+	}
+	return out
+}
+
+func withPriority(p int) func(*app.NewJob)      { return func(n *app.NewJob) { n.Priority = p } }
+func withRunAt(t time.Time) func(*app.NewJob)   { return func(n *app.NewJob) { n.RunAt = t } }
+func withTags(tags ...string) func(*app.NewJob) { return func(n *app.NewJob) { n.Tags = tags } }
+func withKey(k string) func(*app.NewJob)        { return func(n *app.NewJob) { n.IdempotencyKey = k } }
+func withMax(m int) func(*app.NewJob)           { return func(n *app.NewJob) { n.MaxAttempts = m } }
+func withPayload(p string) func(*app.NewJob) {
+	return func(n *app.NewJob) { n.Payload = json.RawMessage(p) }
+}
+func withTimeout(d time.Duration) func(*app.NewJob) { return func(n *app.NewJob) { n.Timeout = d } }
+
+func sameIDs(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+var _ = fmt.Sprint
+var _ sync.Mutex

@@ -1,0 +1,170 @@
+package app
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"time"
+)
+
+var (
+	queueRE = regexp.MustCompile(`^[A-Za-z0-9_.\-]{1,64}$`)
+	kindRE  = regexp.MustCompile(`^[A-Za-z0-9_.:\-]{1,128}$`)
+	nameRE  = regexp.MustCompile(`^[A-Za-z0-9_.\-]{1,64}$`)
+)
+
+// Limits of the contract that validation enforces.
+const (
+	MaxPriority  = 1000
+	MaxTags      = 16
+	MaxKeyLength = 255
+	MaxTimeout   = 24 * time.Hour
+	MaxWait      = 60 * time.Second
+	MaxDelay     = 10 * 365 * 24 * time.Hour
+)
+
+// ValidateQueue checks a queue name: 1-64 characters of [A-Za-z0-9_.-].
+func ValidateQueue(q string) error {
+	if !queueRE.MatchString(q) {
+		return fmt.Errorf("queue name %q must be 1-64 characters of A-Z a-z 0-9 _ . -", clip(q))
+	}
+	return nil
+}
+
+// ValidateKind checks a kind (or tag): 1-128 characters of [A-Za-z0-9_.:-].
+func ValidateKind(k string) error {
+	if !kindRE.MatchString(k) {
+		return fmt.Errorf("%q must be 1-128 characters of A-Z a-z 0-9 _ . : -", clip(k))
+	}
+	return nil
+}
+
+func clip(s string) string { return TruncateString(s, 80) }
+
+// SubmitInput is one job as POST /api/jobs takes it. Optional fields are
+// pointers so that "absent" and "zero" differ.
+type SubmitInput struct {
+	Queue          string          `json:"queue,omitempty"`
+	Kind           string          `json:"kind"`
+	Payload        json.RawMessage `json:"payload,omitempty"`
+	Priority       *int            `json:"priority,omitempty"`
+	RunAt          *time.Time      `json:"run_at,omitempty"`
+	Delay          *Duration       `json:"delay,omitempty"`
+	MaxAttempts    *int            `json:"max_attempts,omitempty"`
+	Timeout        *Duration       `json:"timeout,omitempty"`
+	TTL            *Duration       `json:"ttl,omitempty"`
+	ExpiresAt      *time.Time      `json:"expires_at,omitempty"`
+	Tags           []string        `json:"tags,omitempty"`
+	IdempotencyKey string          `json:"idempotency_key,omitempty"`
+}
+
+// NewJob validates in and fills the defaults of its queue's policy.
+func (in *SubmitInput) NewJob(cfg *Config, now time.Time) (NewJob, error) {
+	nj := NewJob{Queue: in.Queue, Kind: in.Kind, Payload: in.Payload, Tags: in.Tags, IdempotencyKey: in.IdempotencyKey}
+	if nj.Queue == "" {
+		nj.Queue = DefaultQueue
+	}
+	if err := ValidateQueue(nj.Queue); err != nil {
+		return nj, Invalid("queue", "%v", err)
+	}
+	if in.Kind == "" {
+		return nj, Invalid("kind", "kind is required")
+	}
+	if err := ValidateKind(in.Kind); err != nil {
+		return nj, Invalid("kind", "kind %v", err)
+	}
+	if len(nj.Payload) == 0 {
+		nj.Payload = json.RawMessage("null")
+	}
+	if len(nj.Payload) > MaxPayloadBytes {
+		return nj, TooLarge("payload", "payload is %d bytes; the limit is %d (1 MiB)", len(nj.Payload), MaxPayloadBytes)
+	}
+	if !json.Valid(nj.Payload) {
+		return nj, Invalid("payload", "payload is not valid JSON")
+	}
+	if in.Priority != nil {
+		if *in.Priority < -MaxPriority || *in.Priority > MaxPriority {
+			return nj, Invalid("priority", "priority %d is not between -1000 and 1000", *in.Priority)
+		}
+		nj.Priority = *in.Priority
+	}
+	switch {
+	case in.RunAt != nil && in.Delay != nil:
+		return nj, Invalid("delay", "give run_at or delay, not both")
+	case in.RunAt != nil:
+		if in.RunAt.Year() < 2000 || in.RunAt.Sub(now) > MaxDelay {
+			return nj, Invalid("run_at", "run_at %s is out of range", in.RunAt.Format(time.RFC3339))
+		}
+		nj.RunAt = in.RunAt.UTC()
+	case in.Delay != nil:
+		if *in.Delay < 0 || in.Delay.D() > MaxDelay {
+			return nj, Invalid("delay", "delay must be between 0s and 10 years")
+		}
+		nj.RunAt = now.Add(in.Delay.D())
+	default:
+		nj.RunAt = now
+	}
+	q := cfg.Queue(nj.Queue)
+	nj.MaxAttempts = q.MaxAttempts
+	if in.MaxAttempts != nil {
+		if *in.MaxAttempts < 1 || *in.MaxAttempts > 1000 {
+			return nj, Invalid("max_attempts", "max_attempts %d is not between 1 and 1000", *in.MaxAttempts)
+		}
+		nj.MaxAttempts = *in.MaxAttempts
+	}
+	nj.Timeout = q.Timeout.D()
+	if in.Timeout != nil {
+		if in.Timeout.D() < time.Millisecond || in.Timeout.D() > MaxTimeout {
+			return nj, Invalid("timeout", "timeout must be between 1ms and 24h")
+		}
+		nj.Timeout = in.Timeout.D()
+	}
+	switch {
+	case in.TTL != nil && in.ExpiresAt != nil:
+		return nj, Invalid("ttl", "give ttl or expires_at, not both")
+	case in.TTL != nil:
+		if in.TTL.D() <= 0 || in.TTL.D() > MaxDelay {
+			return nj, Invalid("ttl", "ttl must be positive and at most 10 years")
+		}
+		t := now.Add(in.TTL.D())
+		nj.ExpiresAt = &t
+	case in.ExpiresAt != nil:
+		if in.ExpiresAt.Year() < 2000 || in.ExpiresAt.Sub(now) > MaxDelay {
+			return nj, Invalid("expires_at", "expires_at is out of range")
+		}
+		t := in.ExpiresAt.UTC()
+		nj.ExpiresAt = &t
+	}
+	if len(in.Tags) > MaxTags {
+		return nj, Invalid("tags", "%d tags; at most 16", len(in.Tags))
+	}
+	for _, t := range in.Tags {
+		if err := ValidateKind(t); err != nil {
+			return nj, Invalid("tags", "tag %v", err)
+		}
+	}
+	if in.IdempotencyKey != "" && len(in.IdempotencyKey) > MaxKeyLength {
+		return nj, Invalid("idempotency_key", "idempotency key is %d bytes; at most 255", len(in.IdempotencyKey))
+	}
+	return nj, nil
+}
+
+// ValidateTags checks a list of tags given as a filter.
+func ValidateTag(t string) error {
+	if t == "" {
+		return nil
+	}
+	if err := ValidateKind(t); err != nil {
+		return Invalid("tag", "tag %v", err)
+	}
+	return nil
+}
+
+// ValidateReason checks a dead-letter reason given as a filter.
+func ValidateReason(r string) error {
+	switch r {
+	case "", ReasonMaxAttempts, ReasonPermanentFailure, ReasonLeaseExpired, ReasonAdminMove:
+		return nil
+	}
+	return Invalid("reason", "reason %q is not one of max_attempts, permanent_failure, lease_expired, admin_move", clip(r))
+}

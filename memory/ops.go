@@ -1,0 +1,596 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/queuehq/queue/app"
+)
+
+func matchDead(d *app.DeadJob, f *app.DeadFilter) bool {
+	if len(f.IDs) > 0 && !slices.Contains(f.IDs, d.ID) {
+		return false
+	}
+	if (f.Queue != "" && d.Queue != f.Queue) || (f.Kind != "" && d.Kind != f.Kind) ||
+		(f.Tag != "" && !hasTag(d.Tags, f.Tag)) || (f.Reason != "" && d.Reason != f.Reason) {
+		return false
+	}
+	if !f.OlderThan.IsZero() && !d.MovedAt.Before(f.OlderThan) {
+		return false
+	}
+	if f.MaxID > 0 && d.ID > f.MaxID {
+		return false
+	}
+	if f.AfterID > 0 && ((f.Asc && d.ID <= f.AfterID) || (!f.Asc && d.ID >= f.AfterID)) {
+		return false
+	}
+	return true
+}
+
+func (s *Store) selectDead(f app.DeadFilter, def int) []*app.DeadJob {
+	var out []*app.DeadJob
+	for _, d := range s.dead {
+		if matchDead(d, &f) {
+			out = append(out, d)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if f.Asc {
+			return out[a].ID < out[b].ID
+		}
+		return out[a].ID > out[b].ID
+	})
+	n := f.Limit
+	if n <= 0 {
+		n = def
+	}
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out
+}
+
+// ListDead implements app.Store.
+func (s *Store) ListDead(ctx context.Context, f app.DeadFilter) ([]*app.DeadJob, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*app.DeadJob
+	for _, d := range s.selectDead(f, 50) {
+		out = append(out, copyDead(d))
+	}
+	return out, nil
+}
+
+// CountDead implements app.Store.
+func (s *Store) CountDead(ctx context.Context, f app.DeadFilter) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f.AfterID = 0
+	n := 0
+	for _, d := range s.dead {
+		if matchDead(d, &f) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Replay implements app.Store.
+func (s *Store) Replay(ctx context.Context, req app.ReplayRequest) ([]*app.Job, error) {
+	var out []*app.Job
+	err := s.write(ctx, func(t *tx) error {
+		f := req.Filter
+		f.Asc = true
+		rows := s.selectDead(f, app.BulkBatch)
+		if len(rows) == 0 && len(f.IDs) == 1 {
+			return fmt.Errorf("dead-letter row %d: %w", f.IDs[0], app.ErrNotFound)
+		}
+		start := req.RunAt
+		if start.IsZero() || start.Before(t.now) {
+			start = t.now
+		}
+		for i, old := range rows {
+			nj := app.ReplayJob(old, start.Add(req.Spacing*time.Duration(i)))
+			j, err := t.insert(&nj)
+			if err != nil {
+				return err
+			}
+			d := copyDead(old)
+			d.ResurrectionCount++
+			d.LastResurrectionAt = ptr(t.now)
+			t.putDead(d)
+			t.event(app.EventDLQReplayed, d.ID, d.Queue, d.Kind, map[string]any{"dead_letter_id": d.ID, "job_id": j.ID})
+			out = append(out, copyJob(j))
+		}
+		t.audit(req.Audit, len(out))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	return out, nil
+}
+
+// Purge implements app.Store.
+func (s *Store) Purge(ctx context.Context, f app.DeadFilter, audit *app.AuditEntry) ([]int64, error) {
+	var ids []int64
+	err := s.write(ctx, func(t *tx) error {
+		f.Asc = true
+		for _, d := range s.selectDead(f, app.BulkBatch) {
+			t.deleteDead(d.ID)
+			t.event(app.EventDLQPurged, d.ID, d.Queue, d.Kind, nil)
+			ids = append(ids, d.ID)
+		}
+		if len(ids) == 0 && len(f.IDs) == 1 {
+			return fmt.Errorf("dead-letter row %d: %w", f.IDs[0], app.ErrNotFound)
+		}
+		t.audit(audit, len(ids))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("purge: %w", err)
+	}
+	return ids, nil
+}
+
+// MoveToDead implements app.Store.
+func (s *Store) MoveToDead(ctx context.Context, f app.JobFilter, audit *app.AuditEntry) ([]int64, error) {
+	var ids []int64
+	err := s.write(ctx, func(t *tx) error {
+		f.Status, f.StatusIn, f.Asc = "", []app.Status{app.StatusQueued}, true
+		for _, j := range s.selectJobs(f, t.now, app.BulkBatch) {
+			if _, err := t.moveToDead(copyJob(j), app.ReasonAdminMove); err != nil {
+				return err
+			}
+			ids = append(ids, j.ID)
+		}
+		t.audit(audit, len(ids))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("move to dead-letter queue: %w", err)
+	}
+	return ids, nil
+}
+
+// Drain implements app.Store.
+func (s *Store) Drain(ctx context.Context, f app.JobFilter, audit *app.AuditEntry) ([]int64, error) {
+	var ids []int64
+	err := s.write(ctx, func(t *tx) error {
+		f.Status, f.StatusIn, f.Asc = "", []app.Status{app.StatusQueued}, true
+		for _, j := range s.selectJobs(f, t.now, app.BulkBatch) {
+			if _, err := t.finishCancel(copyJob(j), app.CancelDrained); err != nil {
+				return err
+			}
+			ids = append(ids, j.ID)
+		}
+		t.audit(audit, len(ids))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("drain: %w", err)
+	}
+	return ids, nil
+}
+
+// Queues implements app.Store.
+func (s *Store) Queues(ctx context.Context) ([]app.QueueState, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []app.QueueState
+	for name, q := range s.queues {
+		out = append(out, app.QueueState{Name: name, Paused: q.paused, PausedAt: copyTime(q.pausedAt)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// SetPaused implements app.Store.
+func (s *Store) SetPaused(ctx context.Context, queue string, paused bool, audit *app.AuditEntry) error {
+	return s.write(ctx, func(t *tx) error {
+		t.setQueue(queue, func(q *queueState) {
+			q.paused = paused
+			q.pausedAt = nil
+			if paused {
+				q.pausedAt = ptr(t.now)
+			}
+		})
+		if paused {
+			t.event(app.EventQueuePaused, 0, queue, "", nil)
+		} else {
+			t.event(app.EventQueueResumed, 0, queue, "", nil)
+			t.wake = append(t.wake, queue)
+		}
+		t.audit(audit, 1)
+		return nil
+	})
+}
+
+// Stats implements app.Store.
+func (s *Store) Stats(ctx context.Context) ([]app.QueueStats, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	by := map[string]*app.QueueStats{}
+	get := func(q string) *app.QueueStats {
+		st := by[q]
+		if st == nil {
+			st = &app.QueueStats{Queue: q}
+			by[q] = st
+		}
+		return st
+	}
+	for name := range s.queues {
+		get(name)
+	}
+	oldest := map[string]time.Time{}
+	for _, j := range s.jobs {
+		st := get(j.Queue)
+		switch {
+		case j.Status == app.StatusQueued && j.RunAt.After(now):
+			st.Scheduled++
+		case j.Status == app.StatusQueued:
+			st.Queued++
+			if o, ok := oldest[j.Queue]; !ok || j.RunAt.Before(o) {
+				oldest[j.Queue] = j.RunAt
+			}
+		case j.Status == app.StatusProcessing:
+			st.Processing++
+		case j.Status == app.StatusDone:
+			st.Done++
+		case j.Status == app.StatusCancelled:
+			st.Cancelled++
+		}
+	}
+	for _, d := range s.dead {
+		get(d.Queue).DeadLetter++
+	}
+	for k, c := range s.throughput {
+		if k.second > now.Unix()-60 {
+			st := get(k.queue)
+			st.CompletedLastMinute += c[0]
+			st.FailedLastMinute += c[1]
+		}
+	}
+	return app.FinishStats(by, oldest, now), nil
+}
+
+// Throughput implements app.Store.
+func (s *Store) Throughput(ctx context.Context, since time.Time) ([]app.MinuteCount, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	type key struct {
+		queue  string
+		minute int64
+	}
+	sum := map[key]*app.MinuteCount{}
+	for k, c := range s.throughput {
+		if k.second < since.Unix() {
+			continue
+		}
+		mk := key{k.queue, k.second / 60 * 60}
+		m := sum[mk]
+		if m == nil {
+			m = &app.MinuteCount{Queue: k.queue, Minute: time.Unix(mk.minute, 0).UTC()}
+			sum[mk] = m
+		}
+		m.Completed += c[0]
+		m.Failed += c[1]
+	}
+	out := make([]app.MinuteCount, 0, len(sum))
+	for _, m := range sum {
+		out = append(out, *m)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Minute.Equal(out[j].Minute) {
+			return out[i].Minute.Before(out[j].Minute)
+		}
+		return out[i].Queue < out[j].Queue
+	})
+	return out, nil
+}
+
+// RecoverStale implements app.Store.
+func (s *Store) RecoverStale(ctx context.Context, limit int, backoff app.BackoffFunc) (int, error) {
+	n := 0
+	err := s.write(ctx, func(t *tx) error {
+		var stale []*app.Job
+		for _, j := range s.jobs {
+			if j.Status == app.StatusProcessing && j.LeaseExpiresAt != nil && !j.LeaseExpiresAt.After(t.now) {
+				stale = append(stale, j)
+			}
+		}
+		sort.Slice(stale, func(a, b int) bool { return stale[a].LeaseExpiresAt.Before(*stale[b].LeaseExpiresAt) })
+		if len(stale) > max(limit, 1) {
+			stale = stale[:max(limit, 1)]
+		}
+		for _, old := range stale {
+			j := copyJob(old)
+			t.event(app.EventLeaseLost, j.ID, j.Queue, j.Kind, map[string]any{"lease": j.Lease, "worker_id": j.WorkerID, "attempt": j.Attempts})
+			var err error
+			if j.CancelRequested {
+				_, err = t.finishCancel(j, "")
+			} else {
+				_, err = t.failAttempt(j, app.LeaseExpiredError, true, true, 0, backoff)
+			}
+			if err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("recover stale leases: %w", err)
+	}
+	return n, nil
+}
+
+// ExpireTTL implements app.Store.
+func (s *Store) ExpireTTL(ctx context.Context, limit int) (int, error) {
+	n := 0
+	err := s.write(ctx, func(t *tx) error {
+		var due []*app.Job
+		for _, j := range s.jobs {
+			if j.Status == app.StatusQueued && j.ExpiresAt != nil && !j.ExpiresAt.After(t.now) {
+				due = append(due, j)
+			}
+		}
+		sort.Slice(due, func(a, b int) bool { return due[a].ID < due[b].ID })
+		if len(due) > max(limit, 1) {
+			due = due[:max(limit, 1)]
+		}
+		for _, old := range due {
+			j := copyJob(old)
+			j.Status, j.CancelReason = app.StatusCancelled, app.CancelExpired
+			j.FinishedAt, j.UpdatedAt = ptr(t.now), t.now
+			if err := t.putJob(j); err != nil {
+				return err
+			}
+			t.event(app.EventExpired, j.ID, j.Queue, j.Kind, nil)
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("expire jobs: %w", err)
+	}
+	return n, nil
+}
+
+// DeleteOld implements app.Store.
+func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, error) {
+	limit := min(max(req.Limit, 1), app.BulkBatch)
+	inScope := func(queue string) bool {
+		return (req.Queue == "" || queue == req.Queue) && !slices.Contains(req.Except, queue)
+	}
+	n := 0
+	err := s.write(ctx, func(t *tx) error {
+		switch req.What {
+		case app.OldFinished:
+			for _, j := range s.selectJobs(app.JobFilter{StatusIn: []app.Status{app.StatusDone, app.StatusCancelled}, Asc: true}, t.now, len(s.jobs)+1) {
+				if n < limit && inScope(j.Queue) && j.FinishedAt != nil && j.FinishedAt.Before(req.Before) {
+					t.deleteJob(j.ID)
+					n++
+				}
+			}
+		case app.OldDead:
+			for _, d := range s.selectDead(app.DeadFilter{OlderThan: req.Before, Asc: true}, len(s.dead)+1) {
+				if n < limit && inScope(d.Queue) {
+					t.deleteDead(d.ID)
+					n++
+				}
+			}
+		case app.OldEvents:
+			old := s.events
+			keep := old[:0:0]
+			for _, e := range old {
+				if n < limit && e.At.Before(req.Before) {
+					n++
+					continue
+				}
+				keep = append(keep, e)
+			}
+			s.events = keep
+			t.undo = append(t.undo, func() { s.events = old })
+		case app.OldAudit:
+			old := s.audit
+			keep := old[:0:0]
+			for _, e := range old {
+				if n < limit && e.At.Before(req.Before) {
+					n++
+					continue
+				}
+				keep = append(keep, e)
+			}
+			s.audit = keep
+			t.undo = append(t.undo, func() { s.audit = old })
+		case app.OldOnce:
+			for k, r := range s.once {
+				if n < limit && r.Done && r.DoneAt != nil && r.DoneAt.Before(req.Before) {
+					delete(s.once, k)
+					r := r
+					t.undo = append(t.undo, func() { s.once[k] = r })
+					n++
+				}
+			}
+		case app.OldPeriodic:
+			latest := map[string]int64{}
+			for k := range s.fires {
+				latest[k.entry] = max(latest[k.entry], k.at)
+			}
+			for k, id := range s.fires {
+				if n < limit && k.at < req.Before.UnixMilli() && k.at < latest[k.entry] {
+					delete(s.fires, k)
+					t.undo = append(t.undo, func() { s.fires[k] = id })
+					n++
+				}
+			}
+		case app.OldThroughput:
+			for k, c := range s.throughput {
+				if n < limit && k.second < req.Before.Unix() {
+					delete(s.throughput, k)
+					t.undo = append(t.undo, func() { s.throughput[k] = c })
+					n++
+				}
+			}
+		default:
+			return fmt.Errorf("delete old: unknown kind %q", req.What)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("delete old %s: %w", req.What, err)
+	}
+	return n, nil
+}
+
+// FirePeriodic implements app.Store.
+func (s *Store) FirePeriodic(ctx context.Context, fire app.PeriodicFire) (*app.Job, bool, error) {
+	var job *app.Job
+	err := s.write(ctx, func(t *tx) error {
+		k := fireKey{fire.Entry, fire.FireAt.UnixMilli()}
+		if _, done := s.fires[k]; done {
+			return nil
+		}
+		if fire.SkipIfPending {
+			for fk, id := range s.fires {
+				if j, ok := s.jobs[id]; ok && fk.entry == fire.Entry && (j.Status == app.StatusQueued || j.Status == app.StatusProcessing) {
+					s.fires[k] = 0
+					t.undo = append(t.undo, func() { delete(s.fires, k) })
+					return nil
+				}
+			}
+		}
+		nj := fire.Job
+		j, err := t.insert(&nj)
+		if err != nil {
+			return err
+		}
+		s.fires[k] = j.ID
+		t.undo = append(t.undo, func() { delete(s.fires, k) })
+		job = copyJob(j)
+		return nil
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("periodic %s: %w", fire.Entry, err)
+	}
+	return job, job != nil, nil
+}
+
+// LastFire implements app.Store.
+func (s *Store) LastFire(ctx context.Context, entry string) (time.Time, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var last int64
+	found := false
+	for k := range s.fires {
+		if k.entry == entry && (!found || k.at > last) {
+			last, found = k.at, true
+		}
+	}
+	if !found {
+		return time.Time{}, nil
+	}
+	return time.UnixMilli(last).UTC(), nil
+}
+
+// RecordAudit implements app.Store.
+func (s *Store) RecordAudit(ctx context.Context, e app.AuditEntry) error {
+	return s.write(ctx, func(t *tx) error {
+		t.audit(&e, e.Count)
+		return nil
+	})
+}
+
+// ListAudit implements app.Store.
+func (s *Store) ListAudit(ctx context.Context, f app.AuditFilter) ([]app.AuditEntry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	var out []app.AuditEntry
+	for i := len(s.audit) - 1; i >= 0 && len(out) < limit; i-- {
+		e := s.audit[i]
+		if (f.Action != "" && e.Action != f.Action) || (f.BeforeID > 0 && e.ID >= f.BeforeID) {
+			continue
+		}
+		e.Filter = slices.Clone(e.Filter)
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// OnceAcquire implements app.Store.
+func (s *Store) OnceAcquire(ctx context.Context, key string, holdFor time.Duration) (*app.OnceRecord, error) {
+	var out *app.OnceRecord
+	err := s.write(ctx, func(t *tx) error {
+		r, ok := s.once[key]
+		switch {
+		case ok && r.Done:
+			c := *r
+			c.Token = ""
+			out = &c
+			return nil
+		case ok && r.HeldUntil != nil && r.HeldUntil.After(t.now):
+			return fmt.Errorf("once %q: %w", key, app.ErrOnceHeld)
+		}
+		nr := &app.OnceRecord{Key: key, Token: newToken(), HeldUntil: ptr(t.now.Add(holdFor).Truncate(time.Millisecond)), CreatedAt: t.now}
+		if ok {
+			nr.CreatedAt = r.CreatedAt
+		}
+		s.once[key] = nr
+		t.undo = append(t.undo, func() {
+			if ok {
+				s.once[key] = r
+			} else {
+				delete(s.once, key)
+			}
+		})
+		c := *nr
+		c.Acquired = true
+		out = &c
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("acquire once %q: %w", key, err)
+	}
+	return out, nil
+}
+
+// OnceDone implements app.Store.
+func (s *Store) OnceDone(ctx context.Context, key, token string, result json.RawMessage) (*app.OnceRecord, error) {
+	var out *app.OnceRecord
+	err := s.write(ctx, func(t *tx) error {
+		r, ok := s.once[key]
+		if !ok {
+			return fmt.Errorf("once %q: %w", key, app.ErrNotFound)
+		}
+		if r.Token != token {
+			return fmt.Errorf("once %q is held by another run: %w", key, app.ErrLeaseLost)
+		}
+		if !r.Done {
+			nr := *r
+			nr.Done, nr.Result, nr.DoneAt, nr.HeldUntil = true, slices.Clone(result), ptr(t.now), nil
+			if len(nr.Result) == 0 {
+				nr.Result = json.RawMessage("null")
+			}
+			s.once[key] = &nr
+			t.undo = append(t.undo, func() { s.once[key] = r })
+			r = &nr
+		}
+		c := *r
+		out = &c
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("finish once %q: %w", key, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,831 @@
+// Package memory is the app.Store in Go maps, for tests and throwaway runs
+// (--db memory). It keeps the same rules as the databases: every write
+// checks app.Transition, and every change that touches several records runs
+// under one lock and puts the prior state back if any step fails, so it is
+// all or nothing like a transaction. It hands out copies, never its own
+// pointers. Nothing survives the process.
+package memory
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/queuehq/queue/app"
+)
+
+var _ app.Store = (*Store)(nil)
+
+// Store is an app.Store in memory.
+type Store struct {
+	mu     sync.Mutex
+	opts   app.StoreOptions
+	clock  app.Clock
+	notify *app.Notifier
+
+	nextID     int64
+	jobs       map[int64]*app.Job
+	dead       map[int64]*app.DeadJob
+	events     []app.Event
+	nextEvent  int64
+	audit      []app.AuditEntry
+	queues     map[string]*queueState
+	fires      map[fireKey]int64 // periodic fire -> job id (0: skipped)
+	once       map[string]*app.OnceRecord
+	throughput map[countKey]*[2]int64
+	closed     bool
+}
+
+type queueState struct {
+	paused   bool
+	pausedAt *time.Time
+	tokens   float64
+	rateAt   time.Time
+}
+
+type fireKey struct {
+	entry string
+	at    int64
+}
+
+type countKey struct {
+	queue  string
+	second int64
+}
+
+// New returns an empty Store.
+func New(opts app.StoreOptions) *Store {
+	return &Store{
+		opts: opts, clock: opts.ClockOrSystem(), notify: app.NewNotifier(),
+		jobs: map[int64]*app.Job{}, dead: map[int64]*app.DeadJob{},
+		queues: map[string]*queueState{}, fires: map[fireKey]int64{},
+		once: map[string]*app.OnceRecord{}, throughput: map[countKey]*[2]int64{},
+	}
+}
+
+// tx is one write under the lock: it collects events and wake-ups, and the
+// undo steps that put back what it changed if it fails.
+type tx struct {
+	s      *Store
+	now    time.Time
+	events []app.Event
+	wake   []string
+	undo   []func()
+}
+
+// write runs fn under the lock as one all-or-nothing change.
+func (s *Store) write(ctx context.Context, fn func(*tx) error) (err error) {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return fmt.Errorf("%w: store closed", app.ErrUnavailable)
+	}
+	t := &tx{s: s, now: s.clock.Now().Truncate(time.Millisecond)}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("write panicked: %v", p)
+		}
+		if err != nil {
+			for i := len(t.undo) - 1; i >= 0; i-- {
+				t.undo[i]()
+			}
+			s.mu.Unlock()
+			return
+		}
+		for _, e := range t.events {
+			s.nextEvent++
+			e.ID = s.nextEvent
+			s.events = append(s.events, e)
+		}
+		s.mu.Unlock()
+		s.opts.Bus.Publish(t.events...)
+		s.notify.Notify(t.wake...)
+	}()
+	return fn(t)
+}
+
+func (t *tx) event(typ string, jobID int64, queue, kind string, data any) {
+	var raw json.RawMessage
+	if data != nil {
+		raw, _ = json.Marshal(data)
+	}
+	t.events = append(t.events, app.Event{Type: typ, JobID: jobID, Queue: queue, Kind: kind, At: t.now, Data: raw})
+}
+
+// putJob stores j (checking the status guard against the stored row) and
+// remembers how to undo it.
+func (t *tx) putJob(j *app.Job) error {
+	old, ok := t.s.jobs[j.ID]
+	if ok {
+		if err := app.Transition(old.Status, j.Status); err != nil {
+			return fmt.Errorf("job %d: %w", j.ID, err)
+		}
+	} else if err := app.InsertStatus(j.Status); err != nil {
+		return fmt.Errorf("job %d: %w", j.ID, err)
+	}
+	t.s.jobs[j.ID] = j
+	t.undo = append(t.undo, func() {
+		if ok {
+			t.s.jobs[j.ID] = old
+		} else {
+			delete(t.s.jobs, j.ID)
+		}
+	})
+	return nil
+}
+
+func (t *tx) deleteJob(id int64) {
+	old, ok := t.s.jobs[id]
+	if !ok {
+		return
+	}
+	delete(t.s.jobs, id)
+	t.undo = append(t.undo, func() { t.s.jobs[id] = old })
+}
+
+func (t *tx) putDead(d *app.DeadJob) {
+	old, ok := t.s.dead[d.ID]
+	t.s.dead[d.ID] = d
+	t.undo = append(t.undo, func() {
+		if ok {
+			t.s.dead[d.ID] = old
+		} else {
+			delete(t.s.dead, d.ID)
+		}
+	})
+}
+
+func (t *tx) deleteDead(id int64) {
+	old, ok := t.s.dead[id]
+	if !ok {
+		return
+	}
+	delete(t.s.dead, id)
+	t.undo = append(t.undo, func() { t.s.dead[id] = old })
+}
+
+func (t *tx) queue(name string) *queueState {
+	q, ok := t.s.queues[name]
+	if !ok {
+		q = &queueState{}
+		t.s.queues[name] = q
+		t.undo = append(t.undo, func() { delete(t.s.queues, name) })
+	}
+	return q
+}
+
+func (t *tx) setQueue(name string, fn func(q *queueState)) {
+	q := t.queue(name)
+	old := *q
+	fn(q)
+	t.undo = append(t.undo, func() { *q = old })
+}
+
+func (t *tx) count(queue string, completed, failed int64) {
+	k := countKey{queue, t.now.Unix()}
+	c := t.s.throughput[k]
+	if c == nil {
+		c = &[2]int64{}
+		t.s.throughput[k] = c
+	}
+	c[0] += completed
+	c[1] += failed
+	t.undo = append(t.undo, func() { c[0] -= completed; c[1] -= failed })
+}
+
+func (t *tx) audit(e *app.AuditEntry, n int) {
+	if e == nil {
+		return
+	}
+	a := *e
+	if a.At.IsZero() {
+		a.At = t.now
+	}
+	a.Count = n
+	a.ID = int64(len(t.s.audit)) + 1
+	if k := len(t.s.audit); k > 0 {
+		a.ID = t.s.audit[k-1].ID + 1
+	}
+	t.s.audit = append(t.s.audit, a)
+	size := len(t.s.audit)
+	t.undo = append(t.undo, func() { t.s.audit = t.s.audit[:size-1] })
+}
+
+func (t *tx) fault(point app.FaultPoint, id int64) error {
+	if f := t.s.opts.Fault; f != nil {
+		return f(context.Background(), point, id)
+	}
+	return nil
+}
+
+// copyJob returns a deep copy, so callers never share the store's memory.
+func copyJob(j *app.Job) *app.Job {
+	c := *j
+	c.Payload = slices.Clone(j.Payload)
+	c.Result = slices.Clone(j.Result)
+	c.Tags = slices.Clone(j.Tags)
+	c.Errors = slices.Clone(j.Errors)
+	c.ExpiresAt = copyTime(j.ExpiresAt)
+	c.LeaseExpiresAt = copyTime(j.LeaseExpiresAt)
+	c.StartedAt = copyTime(j.StartedAt)
+	c.FinishedAt = copyTime(j.FinishedAt)
+	if j.ReplayedFrom != nil {
+		v := *j.ReplayedFrom
+		c.ReplayedFrom = &v
+	}
+	return &c
+}
+
+func copyDead(d *app.DeadJob) *app.DeadJob {
+	c := *d
+	c.Payload = slices.Clone(d.Payload)
+	c.Tags = slices.Clone(d.Tags)
+	c.Errors = slices.Clone(d.Errors)
+	c.LastResurrectionAt = copyTime(d.LastResurrectionAt)
+	if d.ReplayedFrom != nil {
+		v := *d.ReplayedFrom
+		c.ReplayedFrom = &v
+	}
+	return &c
+}
+
+func copyTime(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	v := *t
+	return &v
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// Submit implements app.Store.
+func (s *Store) Submit(ctx context.Context, req app.SubmitRequest) ([]app.Submitted, error) {
+	out := make([]app.Submitted, len(req.Jobs))
+	err := s.write(ctx, func(t *tx) error {
+		queued := map[string]int{}
+		for i := range req.Jobs {
+			nj := &req.Jobs[i]
+			if nj.IdempotencyKey != "" {
+				if old := s.byKey(nj.Queue, nj.IdempotencyKey); old != nil {
+					if !app.SameSubmission(old.Kind, old.Payload, nj) {
+						return fmt.Errorf("%w: key %q in queue %q belongs to job %d", app.ErrIdempotencyConflict, nj.IdempotencyKey, nj.Queue, old.ID)
+					}
+					out[i] = app.Submitted{Job: old, Existing: true}
+					continue
+				}
+			}
+			if max := req.MaxQueued[nj.Queue]; max > 0 {
+				n, ok := queued[nj.Queue]
+				if !ok {
+					for _, j := range s.jobs {
+						if j.Queue == nj.Queue && j.Status == app.StatusQueued {
+							n++
+						}
+					}
+				}
+				if n+1 > max {
+					return fmt.Errorf("%w: queue %q holds %d queued jobs (max_queued %d)", app.ErrQueueFull, nj.Queue, n, max)
+				}
+				queued[nj.Queue] = n + 1
+			}
+			j, err := t.insert(nj)
+			if err != nil {
+				return err
+			}
+			out[i] = app.Submitted{Job: copyJob(j)}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("submit: %w", err)
+	}
+	return out, nil
+}
+
+func (t *tx) insert(nj *app.NewJob) (*app.Job, error) {
+	s := t.s
+	t.queue(nj.Queue)
+	s.nextID++
+	id := s.nextID
+	t.undo = append(t.undo, func() {
+		if s.nextID == id {
+			s.nextID--
+		}
+	})
+	runAt := nj.RunAt
+	if runAt.IsZero() {
+		runAt = t.now
+	}
+	payload := slices.Clone(nj.Payload)
+	if len(payload) == 0 {
+		payload = json.RawMessage("null")
+	}
+	j := &app.Job{
+		ID: id, Queue: nj.Queue, Kind: nj.Kind, Payload: payload, Status: app.StatusQueued,
+		Priority: nj.Priority, RunAt: runAt.Truncate(time.Millisecond), MaxAttempts: nj.MaxAttempts,
+		Timeout: app.Duration(nj.Timeout.Truncate(time.Millisecond)), Tags: slices.Clone(nj.Tags),
+		IdempotencyKey: nj.IdempotencyKey, ReplayedFrom: copyInt(nj.ReplayedFrom),
+		CreatedAt: t.now, UpdatedAt: t.now,
+	}
+	if nj.ExpiresAt != nil {
+		j.ExpiresAt = ptr(nj.ExpiresAt.Truncate(time.Millisecond))
+	}
+	if err := t.putJob(j); err != nil {
+		return nil, err
+	}
+	t.event(app.EventSubmitted, id, j.Queue, j.Kind, nil)
+	t.wake = append(t.wake, j.Queue)
+	return j, nil
+}
+
+func copyInt(p *int64) *int64 {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+func (s *Store) byKey(queue, key string) *app.Job {
+	for _, j := range s.jobs {
+		if j.Queue == queue && j.IdempotencyKey == key {
+			return copyJob(j)
+		}
+	}
+	for _, d := range s.dead {
+		if d.Queue == queue && d.IdempotencyKey == key {
+			return copyDead(d).AsJob()
+		}
+	}
+	return nil
+}
+
+// Lookup implements app.Store.
+func (s *Store) Lookup(ctx context.Context, id int64) (*app.Job, *app.DeadJob, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var job *app.Job
+	var dead *app.DeadJob
+	if j, ok := s.jobs[id]; ok {
+		job = copyJob(j)
+	}
+	if d, ok := s.dead[id]; ok {
+		dead = copyDead(d)
+	}
+	if job == nil && dead == nil {
+		return nil, nil, fmt.Errorf("job %d: %w", id, app.ErrNotFound)
+	}
+	return job, dead, nil
+}
+
+func hasTag(tags []string, tag string) bool { return slices.Contains(tags, tag) }
+
+func matchJob(j *app.Job, f *app.JobFilter, now time.Time) bool {
+	if len(f.IDs) > 0 && !slices.Contains(f.IDs, j.ID) {
+		return false
+	}
+	if (f.Queue != "" && j.Queue != f.Queue) || (f.Kind != "" && j.Kind != f.Kind) || (f.Tag != "" && !hasTag(j.Tags, f.Tag)) {
+		return false
+	}
+	switch f.Status {
+	case "":
+	case "queued":
+		if j.Status != app.StatusQueued || j.RunAt.After(now) {
+			return false
+		}
+	case "scheduled":
+		if j.Status != app.StatusQueued || !j.RunAt.After(now) {
+			return false
+		}
+	default:
+		if string(j.Status) != f.Status {
+			return false
+		}
+	}
+	if len(f.StatusIn) > 0 && !slices.Contains(f.StatusIn, j.Status) {
+		return false
+	}
+	if f.MaxID > 0 && j.ID > f.MaxID {
+		return false
+	}
+	if f.AfterID > 0 && ((f.Asc && j.ID <= f.AfterID) || (!f.Asc && j.ID >= f.AfterID)) {
+		return false
+	}
+	return true
+}
+
+// selectJobs returns the stored jobs (not copies) matching f, in id order.
+func (s *Store) selectJobs(f app.JobFilter, now time.Time, def int) []*app.Job {
+	var out []*app.Job
+	for _, j := range s.jobs {
+		if matchJob(j, &f, now) {
+			out = append(out, j)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if f.Asc {
+			return out[a].ID < out[b].ID
+		}
+		return out[a].ID > out[b].ID
+	})
+	n := f.Limit
+	if n <= 0 {
+		n = def
+	}
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out
+}
+
+// List implements app.Store.
+func (s *Store) List(ctx context.Context, f app.JobFilter) ([]*app.Job, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*app.Job
+	for _, j := range s.selectJobs(f, s.clock.Now(), 50) {
+		out = append(out, copyJob(j))
+	}
+	return out, nil
+}
+
+// CountJobs implements app.Store.
+func (s *Store) CountJobs(ctx context.Context, f app.JobFilter) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f.AfterID, f.Limit = 0, 0
+	now := s.clock.Now()
+	n := 0
+	for _, j := range s.jobs {
+		if matchJob(j, &f, now) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// JobEvents implements app.Store.
+func (s *Store) JobEvents(ctx context.Context, id int64) ([]app.Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []app.Event
+	for _, e := range s.events {
+		if e.JobID == id {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// Claim implements app.Store.
+func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, error) {
+	var out []*app.Job
+	err := s.write(ctx, func(t *tx) error {
+		q := s.queues[req.Queue]
+		if q != nil && q.paused {
+			return nil
+		}
+		n := max(req.Limit, 1)
+		if req.Concurrency > 0 {
+			busy := 0
+			for _, j := range s.jobs {
+				if j.Queue == req.Queue && j.Status == app.StatusProcessing {
+					busy++
+				}
+			}
+			n = min(n, req.Concurrency-busy)
+		}
+		var left float64
+		if req.Rate > 0 && n > 0 {
+			var tokens float64
+			var then time.Time
+			if q != nil {
+				tokens, then = q.tokens, q.rateAt
+			}
+			n, left = app.RateTake(tokens, then, t.now, req.Rate, req.Burst, n)
+		}
+		if n <= 0 {
+			return nil
+		}
+		var cands []*app.Job
+		for _, j := range s.jobs {
+			if j.Queue == req.Queue && j.Status == app.StatusQueued && !j.RunAt.After(t.now) &&
+				(j.ExpiresAt == nil || j.ExpiresAt.After(t.now)) && (len(req.Kinds) == 0 || slices.Contains(req.Kinds, j.Kind)) {
+				cands = append(cands, j)
+			}
+		}
+		sort.Slice(cands, func(a, b int) bool { return claimOrder(cands[a], cands[b]) })
+		if len(cands) > n {
+			cands = cands[:n]
+		}
+		for _, old := range cands {
+			j := copyJob(old)
+			j.Status = app.StatusProcessing
+			j.Attempts++
+			j.Lease++
+			timeout := j.Timeout.D()
+			if req.Timeout > 0 {
+				timeout = req.Timeout.Truncate(time.Millisecond)
+			}
+			j.LeaseExpiresAt = ptr(t.now.Add(timeout))
+			j.WorkerID = req.WorkerID
+			j.StartedAt = ptr(t.now)
+			j.UpdatedAt = t.now
+			if err := t.putJob(j); err != nil {
+				return err
+			}
+			t.event(app.EventStarted, j.ID, j.Queue, j.Kind, nil)
+			out = append(out, copyJob(j))
+		}
+		if req.Rate > 0 {
+			left += float64(n - len(out))
+			t.setQueue(req.Queue, func(q *queueState) { q.tokens, q.rateAt = left, t.now })
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim from %s: %w", req.Queue, err)
+	}
+	return out, nil
+}
+
+func claimOrder(a, b *app.Job) bool {
+	if a.Priority != b.Priority {
+		return a.Priority < b.Priority
+	}
+	if !a.RunAt.Equal(b.RunAt) {
+		return a.RunAt.Before(b.RunAt)
+	}
+	return a.ID < b.ID
+}
+
+// fenced returns the stored job id if it is processing under lease.
+func (s *Store) fenced(id, lease int64) (*app.Job, error) {
+	j, ok := s.jobs[id]
+	if !ok {
+		if _, dead := s.dead[id]; dead {
+			return nil, fmt.Errorf("job %d: %w", id, app.ErrLeaseLost)
+		}
+		return nil, fmt.Errorf("job %d: %w", id, app.ErrNotFound)
+	}
+	if j.Status != app.StatusProcessing || j.Lease != lease {
+		return nil, fmt.Errorf("job %d: %w", id, app.ErrLeaseLost)
+	}
+	return j, nil
+}
+
+// Heartbeat implements app.Store.
+func (s *Store) Heartbeat(ctx context.Context, id, lease int64, extend time.Duration) (*app.Job, error) {
+	var out *app.Job
+	err := s.write(ctx, func(t *tx) error {
+		old, err := s.fenced(id, lease)
+		if err != nil {
+			return err
+		}
+		j := copyJob(old)
+		if extend <= 0 {
+			extend = j.Timeout.D()
+		}
+		j.LeaseExpiresAt = ptr(t.now.Add(extend.Truncate(time.Millisecond)))
+		j.UpdatedAt = t.now
+		out = copyJob(j)
+		return t.putJob(j)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat: %w", err)
+	}
+	return out, nil
+}
+
+// Complete implements app.Store.
+func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, error) {
+	errs := make([]error, len(items))
+	err := s.write(ctx, func(t *tx) error {
+		for i, it := range items {
+			old, err := s.fenced(it.ID, it.Lease)
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+			j := copyJob(old)
+			j.Status = app.StatusDone
+			j.Result = slices.Clone(it.Result)
+			if len(j.Result) == 0 {
+				j.Result = json.RawMessage("null")
+			}
+			j.FinishedAt, j.UpdatedAt, j.LeaseExpiresAt = ptr(t.now), t.now, nil
+			if err := t.putJob(j); err != nil {
+				return err
+			}
+			t.event(app.EventSucceeded, j.ID, j.Queue, j.Kind, nil)
+			t.count(j.Queue, 1, 0)
+			t.wake = append(t.wake, j.Queue)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("complete: %w", err)
+	}
+	return errs, nil
+}
+
+// Fail implements app.Store.
+func (s *Store) Fail(ctx context.Context, req app.FailRequest) (*app.FailResult, error) {
+	var res *app.FailResult
+	err := s.write(ctx, func(t *tx) error {
+		old, err := s.fenced(req.ID, req.Lease)
+		if err != nil {
+			return err
+		}
+		res, err = t.failAttempt(copyJob(old), req.Error, req.Retry, false, req.RetryIn, req.Backoff)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fail job %d: %w", req.ID, err)
+	}
+	return res, nil
+}
+
+func (t *tx) failAttempt(j *app.Job, msg string, retry, leaseExpired bool, retryIn time.Duration, backoff app.BackoffFunc) (*app.FailResult, error) {
+	j.Errors = app.AppendError(j.Errors, j.Attempts, msg, t.now)
+	d := app.DecideFail(j, retry, leaseExpired, retryIn, backoff, t.now)
+	switch d.Outcome {
+	case app.OutcomeDeadLettered:
+		dead, err := t.moveToDead(j, d.Reason)
+		if err != nil {
+			return nil, err
+		}
+		t.count(j.Queue, 0, 1)
+		return &app.FailResult{Outcome: d.Outcome, Dead: copyDead(dead)}, nil
+	case app.OutcomeCancelled:
+		nj, err := t.finishCancel(j, "")
+		if err != nil {
+			return nil, err
+		}
+		return &app.FailResult{Outcome: d.Outcome, Job: nj}, nil
+	}
+	j.Status = app.StatusQueued
+	j.RunAt = d.RunAt.Truncate(time.Millisecond)
+	j.UpdatedAt, j.LeaseExpiresAt, j.WorkerID = t.now, nil, ""
+	if err := t.putJob(j); err != nil {
+		return nil, err
+	}
+	t.event(app.EventRetryScheduled, j.ID, j.Queue, j.Kind, map[string]any{"attempt": j.Attempts, "run_at": app.FormatTime(j.RunAt), "error": app.TruncateString(msg, 1024)})
+	t.count(j.Queue, 0, 1)
+	t.wake = append(t.wake, j.Queue)
+	return &app.FailResult{Outcome: d.Outcome, Job: copyJob(j)}, nil
+}
+
+// moveToDead moves j to the dead-letter map: both steps or neither.
+func (t *tx) moveToDead(j *app.Job, reason string) (*app.DeadJob, error) {
+	d := app.DeadFromJob(j, reason, t.now)
+	t.putDead(d)
+	if err := t.fault(app.FaultDeadLetterInsert, j.ID); err != nil {
+		return nil, fmt.Errorf("dead-letter job %d: %w", j.ID, err)
+	}
+	if _, ok := t.s.jobs[j.ID]; !ok {
+		return nil, fmt.Errorf("dead-letter job %d: not in jobs", j.ID)
+	}
+	t.deleteJob(j.ID)
+	t.event(app.EventDeadLettered, j.ID, j.Queue, j.Kind, map[string]any{"reason": reason, "attempts": j.Attempts})
+	return d, nil
+}
+
+func (t *tx) finishCancel(j *app.Job, reason string) (*app.Job, error) {
+	if reason != "" {
+		j.CancelReason = reason
+	}
+	if j.CancelReason == "" {
+		j.CancelReason = app.CancelRequested
+	}
+	j.Status = app.StatusCancelled
+	j.FinishedAt, j.UpdatedAt, j.LeaseExpiresAt = ptr(t.now), t.now, nil
+	if err := t.putJob(j); err != nil {
+		return nil, err
+	}
+	t.event(app.EventCancelled, j.ID, j.Queue, j.Kind, nil)
+	t.wake = append(t.wake, j.Queue)
+	return copyJob(j), nil
+}
+
+// Snooze implements app.Store.
+func (s *Store) Snooze(ctx context.Context, id, lease int64, delay time.Duration) (*app.Job, error) {
+	var out *app.Job
+	err := s.write(ctx, func(t *tx) error {
+		old, err := s.fenced(id, lease)
+		if err != nil {
+			return err
+		}
+		j := copyJob(old)
+		if j.CancelRequested {
+			out, err = t.finishCancel(j, "")
+			return err
+		}
+		j.Status = app.StatusQueued
+		j.RunAt = t.now.Add(max(delay, 0)).Truncate(time.Millisecond)
+		j.Attempts--
+		j.UpdatedAt, j.LeaseExpiresAt, j.WorkerID = t.now, nil, ""
+		if err := t.putJob(j); err != nil {
+			return err
+		}
+		t.event(app.EventSnoozed, id, j.Queue, j.Kind, map[string]any{"run_at": app.FormatTime(j.RunAt)})
+		t.wake = append(t.wake, j.Queue)
+		out = copyJob(j)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("snooze job %d: %w", id, err)
+	}
+	return out, nil
+}
+
+// Cancel implements app.Store.
+func (s *Store) Cancel(ctx context.Context, req app.CancelRequest) (*app.Job, error) {
+	reason := req.Reason
+	if reason == "" {
+		reason = app.CancelRequested
+	}
+	var out *app.Job
+	err := s.write(ctx, func(t *tx) error {
+		old, ok := s.jobs[req.ID]
+		if !ok {
+			if _, dead := s.dead[req.ID]; dead {
+				return fmt.Errorf("job %d is in the dead-letter queue: %w", req.ID, app.ErrIllegalTransition)
+			}
+			return fmt.Errorf("job %d: %w", req.ID, app.ErrNotFound)
+		}
+		j := copyJob(old)
+		var err error
+		switch {
+		case req.Lease != nil:
+			if j.Status != app.StatusProcessing || j.Lease != *req.Lease {
+				return fmt.Errorf("job %d: %w", req.ID, app.ErrLeaseLost)
+			}
+			if !j.CancelRequested {
+				j.CancelReason = reason
+			}
+			out, err = t.finishCancel(j, "")
+		case j.Status == app.StatusQueued:
+			out, err = t.finishCancel(j, reason)
+		case j.Status == app.StatusProcessing:
+			if !j.CancelRequested {
+				j.CancelRequested = true
+				if j.CancelReason == "" {
+					j.CancelReason = reason
+				}
+				t.event(app.EventCancelRequest, j.ID, j.Queue, j.Kind, nil)
+			}
+			j.UpdatedAt = t.now
+			err = t.putJob(j)
+			out = copyJob(j)
+		default:
+			return fmt.Errorf("job %d is %s: %w", req.ID, j.Status, app.ErrIllegalTransition)
+		}
+		if err != nil {
+			return err
+		}
+		t.audit(req.Audit, 1)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cancel job %d: %w", req.ID, err)
+	}
+	return out, nil
+}
+
+func newToken() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Ping implements app.Store.
+func (s *Store) Ping(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("%w: store closed", app.ErrUnavailable)
+	}
+	return nil
+}
+
+// Wake implements app.Store.
+func (s *Store) Wake(queue string) <-chan struct{} { return s.notify.Wait(queue) }
+
+// Close implements app.Store.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	return nil
+}

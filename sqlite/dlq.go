@@ -1,0 +1,200 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/queuehq/queue/app"
+)
+
+// ListDead implements app.Store.
+func (s *Store) ListDead(ctx context.Context, f app.DeadFilter) ([]*app.DeadJob, error) {
+	w := deadWhere(f)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+deadCols+` FROM dead_letter_jobs`+w.String()+order(f.Asc)+limit(f.Limit, 50), w.args...)
+	if err != nil {
+		return nil, fmt.Errorf("list dead-letter queue: %w", mapErr(err))
+	}
+	defer rows.Close()
+	var out []*app.DeadJob
+	for rows.Next() {
+		d, err := scanDead(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list dead-letter queue: %w", err)
+		}
+		out = append(out, d)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// CountDead implements app.Store.
+func (s *Store) CountDead(ctx context.Context, f app.DeadFilter) (int, error) {
+	f.AfterID = 0
+	w := deadWhere(f)
+	var n int
+	err := s.rdb.QueryRowContext(ctx, `SELECT count(*) FROM dead_letter_jobs`+w.String(), w.args...).Scan(&n)
+	return n, mapErr(err)
+}
+
+func (w *wtx) selectDead(f app.DeadFilter) ([]*app.DeadJob, error) {
+	f.Asc = true
+	wh := deadWhere(f)
+	rows, err := w.query(`SELECT `+deadCols+` FROM dead_letter_jobs`+wh.String()+order(true)+limit(f.Limit, app.BulkBatch), wh.args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*app.DeadJob
+	for rows.Next() {
+		d, err := scanDead(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// Replay implements app.Store.
+func (s *Store) Replay(ctx context.Context, req app.ReplayRequest) ([]*app.Job, error) {
+	var out []*app.Job
+	err := s.write(ctx, func(w *wtx) error {
+		out = nil
+		rows, err := w.selectDead(req.Filter)
+		if err != nil {
+			return err
+		}
+		if len(rows) == 0 && len(req.Filter.IDs) == 1 {
+			return fmt.Errorf("dead-letter row %d: %w", req.Filter.IDs[0], app.ErrNotFound)
+		}
+		start := req.RunAt
+		if start.IsZero() || start.Before(w.now) {
+			start = w.now
+		}
+		for i, d := range rows {
+			nj := app.ReplayJob(d, start.Add(req.Spacing*time.Duration(i)))
+			job, err := w.insertJob(&nj)
+			if err != nil {
+				return err
+			}
+			if _, err := w.exec(`UPDATE dead_letter_jobs SET resurrection_count = resurrection_count + 1,
+				last_resurrection_at = ? WHERE id = ?`, ms(w.now), d.ID); err != nil {
+				return err
+			}
+			data, _ := json.Marshal(map[string]any{"dead_letter_id": d.ID, "job_id": job.ID})
+			w.event(app.EventDLQReplayed, d.ID, d.Queue, d.Kind, data)
+			out = append(out, job)
+		}
+		return w.audit(req.Audit, len(out))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", mapErr(err))
+	}
+	return out, nil
+}
+
+// Purge implements app.Store.
+func (s *Store) Purge(ctx context.Context, f app.DeadFilter, audit *app.AuditEntry) ([]int64, error) {
+	var ids []int64
+	err := s.write(ctx, func(w *wtx) error {
+		ids = nil
+		f.Asc = true
+		wh := deadWhere(f)
+		rows, err := w.query(`DELETE FROM dead_letter_jobs WHERE id IN (SELECT id FROM dead_letter_jobs`+wh.String()+
+			order(true)+limit(f.Limit, app.BulkBatch)+`) RETURNING id, queue, kind`, wh.args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id int64
+			var queue, kind string
+			if err := rows.Scan(&id, &queue, &kind); err != nil {
+				return err
+			}
+			ids = append(ids, id)
+			w.event(app.EventDLQPurged, id, queue, kind, nil)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows.Close()
+		if len(ids) == 0 && len(f.IDs) == 1 {
+			return fmt.Errorf("dead-letter row %d: %w", f.IDs[0], app.ErrNotFound)
+		}
+		return w.audit(audit, len(ids))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("purge: %w", mapErr(err))
+	}
+	return ids, nil
+}
+
+func (w *wtx) selectJobs(f app.JobFilter) ([]*app.Job, error) {
+	f.Asc = true
+	wh := jobWhere(f, w.now)
+	rows, err := w.query(`SELECT `+jobCols+` FROM jobs`+wh.String()+order(true)+limit(f.Limit, app.BulkBatch), wh.args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*app.Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+// MoveToDead implements app.Store.
+func (s *Store) MoveToDead(ctx context.Context, f app.JobFilter, audit *app.AuditEntry) ([]int64, error) {
+	var ids []int64
+	err := s.write(ctx, func(w *wtx) error {
+		ids = nil
+		f.Status, f.StatusIn = "", []app.Status{app.StatusQueued}
+		jobs, err := w.selectJobs(f)
+		if err != nil {
+			return err
+		}
+		for _, j := range jobs {
+			if _, err := w.moveToDead(j, app.ReasonAdminMove); err != nil {
+				return err
+			}
+			ids = append(ids, j.ID)
+		}
+		return w.audit(audit, len(ids))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("move to dead-letter queue: %w", mapErr(err))
+	}
+	return ids, nil
+}
+
+// Drain implements app.Store.
+func (s *Store) Drain(ctx context.Context, f app.JobFilter, audit *app.AuditEntry) ([]int64, error) {
+	var ids []int64
+	err := s.write(ctx, func(w *wtx) error {
+		ids = nil
+		f.Status, f.StatusIn = "", []app.Status{app.StatusQueued}
+		jobs, err := w.selectJobs(f)
+		if err != nil {
+			return err
+		}
+		for _, j := range jobs {
+			j.CancelReason = app.CancelDrained
+			if _, err := w.finishCancel(j); err != nil {
+				return err
+			}
+			ids = append(ids, j.ID)
+		}
+		return w.audit(audit, len(ids))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("drain: %w", mapErr(err))
+	}
+	return ids, nil
+}

@@ -1,0 +1,584 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/queuehq/queue/app"
+)
+
+// Submit implements app.Store.
+func (s *Store) Submit(ctx context.Context, req app.SubmitRequest) ([]app.Submitted, error) {
+	var out []app.Submitted
+	err := s.write(ctx, func(w *wtx) error {
+		out = make([]app.Submitted, len(req.Jobs))
+		queued := map[string]int{} // queue -> queued jobs, counted once if it has a limit
+		for i := range req.Jobs {
+			nj := &req.Jobs[i]
+			if nj.IdempotencyKey != "" {
+				old, err := w.byKey(nj.Queue, nj.IdempotencyKey)
+				if err != nil {
+					return err
+				}
+				if old != nil {
+					if !app.SameSubmission(old.Kind, old.Payload, nj) {
+						return fmt.Errorf("%w: key %q in queue %q belongs to job %d", app.ErrIdempotencyConflict, nj.IdempotencyKey, nj.Queue, old.ID)
+					}
+					out[i] = app.Submitted{Job: old, Existing: true}
+					continue
+				}
+			}
+			if max := req.MaxQueued[nj.Queue]; max > 0 {
+				n, ok := queued[nj.Queue]
+				if !ok {
+					if err := w.queryRow(`SELECT count(*) FROM (SELECT 1 FROM jobs WHERE queue = ? AND status = 'queued' LIMIT ?)`, nj.Queue, max+1).Scan(&n); err != nil {
+						return err
+					}
+				}
+				if n+1 > max {
+					return fmt.Errorf("%w: queue %q holds %d queued jobs (max_queued %d)", app.ErrQueueFull, nj.Queue, n, max)
+				}
+				queued[nj.Queue] = n + 1
+			}
+			job, err := w.insertJob(nj)
+			if err != nil {
+				return err
+			}
+			out[i] = app.Submitted{Job: job}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("submit: %w", mapErr(err))
+	}
+	return out, nil
+}
+
+func (w *wtx) insertJob(nj *app.NewJob) (*app.Job, error) {
+	if err := w.ensureQueue(nj.Queue); err != nil {
+		return nil, err
+	}
+	now := w.now
+	runAt := nj.RunAt
+	if runAt.IsZero() {
+		runAt = now
+	}
+	payload := nj.Payload
+	if len(payload) == 0 {
+		payload = json.RawMessage("null")
+	}
+	var id int64
+	err := w.queryRow(`INSERT INTO jobs (queue, kind, payload, priority, run_at, max_attempts, timeout_ms,
+			expires_at, tags, idempotency_key, replayed_from, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		nj.Queue, nj.Kind, string(payload), nj.Priority, ms(runAt), nj.MaxAttempts, nj.Timeout.Milliseconds(),
+		nullMS(nj.ExpiresAt), encodeList(nj.Tags), nullString(nj.IdempotencyKey), nullInt(nj.ReplayedFrom),
+		ms(now), ms(now)).Scan(&id)
+	if err != nil {
+		return nil, err
+	}
+	w.event(app.EventSubmitted, id, nj.Queue, nj.Kind, nil)
+	w.wake = append(w.wake, nj.Queue)
+	// Times go through the store's millisecond precision, as a read would give them.
+	job := &app.Job{
+		ID: id, Queue: nj.Queue, Kind: nj.Kind, Payload: payload, Status: app.StatusQueued,
+		Priority: nj.Priority, RunAt: fromMS(ms(runAt)), MaxAttempts: nj.MaxAttempts,
+		Timeout: app.Duration(time.Duration(nj.Timeout.Milliseconds()) * time.Millisecond),
+		Tags:    nj.Tags, IdempotencyKey: nj.IdempotencyKey, ReplayedFrom: nj.ReplayedFrom,
+		CreatedAt: fromMS(ms(now)), UpdatedAt: fromMS(ms(now)),
+	}
+	if nj.ExpiresAt != nil {
+		t := fromMS(ms(*nj.ExpiresAt))
+		job.ExpiresAt = &t
+	}
+	return job, nil
+}
+
+// byKey finds the job (or dead-letter row, shown as a job) holding an idempotency key.
+func (w *wtx) byKey(queue, key string) (*app.Job, error) {
+	job, err := scanJob(w.queryRow(`SELECT `+jobCols+` FROM jobs WHERE queue = ? AND idempotency_key = ?`, queue, key))
+	if err == nil {
+		return job, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return nil, err
+	}
+	dead, err := scanDead(w.queryRow(`SELECT `+deadCols+` FROM dead_letter_jobs WHERE queue = ? AND idempotency_key = ?`, queue, key))
+	if err == nil {
+		return dead.AsJob(), nil
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return nil, err
+}
+
+// Lookup implements app.Store: both reads share one read transaction, so a
+// dead-letter move is seen entirely or not at all.
+func (s *Store) Lookup(ctx context.Context, id int64) (*app.Job, *app.DeadJob, error) {
+	tx, err := s.rdb.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("look up job %d: %w", id, mapErr(err))
+	}
+	defer tx.Rollback()
+	job, err := scanJob(tx.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ?`, id))
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, fmt.Errorf("look up job %d: %w", id, mapErr(err))
+	}
+	dead, err := scanDead(tx.QueryRowContext(ctx, `SELECT `+deadCols+` FROM dead_letter_jobs WHERE id = ?`, id))
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, fmt.Errorf("look up job %d: %w", id, mapErr(err))
+	}
+	if job == nil && dead == nil {
+		return nil, nil, fmt.Errorf("job %d: %w", id, app.ErrNotFound)
+	}
+	return job, dead, nil
+}
+
+// List implements app.Store.
+func (s *Store) List(ctx context.Context, f app.JobFilter) ([]*app.Job, error) {
+	w := jobWhere(f, s.clock.Now())
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs`+w.String()+order(f.Asc)+limit(f.Limit, 50), w.args...)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", mapErr(err))
+	}
+	defer rows.Close()
+	var out []*app.Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list jobs: %w", err)
+		}
+		out = append(out, j)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// CountJobs implements app.Store.
+func (s *Store) CountJobs(ctx context.Context, f app.JobFilter) (int, error) {
+	f.AfterID = 0
+	w := jobWhere(f, s.clock.Now())
+	var n int
+	err := s.rdb.QueryRowContext(ctx, `SELECT count(*) FROM jobs`+w.String(), w.args...).Scan(&n)
+	return n, mapErr(err)
+}
+
+// JobEvents implements app.Store.
+func (s *Store) JobEvents(ctx context.Context, id int64) ([]app.Event, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT id, job_id, queue, kind, type, at, data FROM events WHERE job_id = ? ORDER BY id LIMIT 10000`, id)
+	if err != nil {
+		return nil, fmt.Errorf("events of job %d: %w", id, mapErr(err))
+	}
+	return scanEvents(rows)
+}
+
+func scanEvents(rows *sql.Rows) ([]app.Event, error) {
+	defer rows.Close()
+	var out []app.Event
+	for rows.Next() {
+		var e app.Event
+		var jobID sql.NullInt64
+		var at int64
+		var data sql.NullString
+		if err := rows.Scan(&e.ID, &jobID, &e.Queue, &e.Kind, &e.Type, &at, &data); err != nil {
+			return nil, err
+		}
+		e.JobID = jobID.Int64
+		e.At = fromMS(at)
+		if data.Valid {
+			e.Data = json.RawMessage(data.String)
+		}
+		out = append(out, e)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// Claim implements app.Store.
+func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, error) {
+	var out []*app.Job
+	err := s.write(ctx, func(w *wtx) error {
+		out = nil
+		var paused int
+		var tokens sql.NullFloat64
+		var rateAt sql.NullInt64
+		err := w.queryRow(`SELECT paused, rate_tokens, rate_at FROM queues WHERE name = ?`, req.Queue).Scan(&paused, &tokens, &rateAt)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if paused != 0 {
+			return nil
+		}
+		n := max(req.Limit, 1)
+		if req.Concurrency > 0 {
+			var busy int
+			if err := w.queryRow(`SELECT count(*) FROM jobs WHERE status = 'processing' AND queue = ?`, req.Queue).Scan(&busy); err != nil {
+				return err
+			}
+			n = min(n, req.Concurrency-busy)
+		}
+		var left float64
+		if req.Rate > 0 && n > 0 {
+			var then time.Time
+			if rateAt.Valid {
+				then = fromMS(rateAt.Int64)
+			}
+			n, left = app.RateTake(tokens.Float64, then, w.now, req.Rate, req.Burst, n)
+		}
+		if n <= 0 {
+			return nil
+		}
+		leaseExp := `? + timeout_ms`
+		args := []any{ms(w.now)}
+		if req.Timeout > 0 {
+			leaseExp = `? + ?`
+			args = append(args, req.Timeout.Milliseconds())
+		}
+		args = append(args, req.WorkerID, ms(w.now), ms(w.now), req.Queue, ms(w.now), ms(w.now))
+		kinds := ""
+		if len(req.Kinds) > 0 {
+			kinds = " AND kind IN (" + strings.TrimSuffix(strings.Repeat("?,", len(req.Kinds)), ",") + ")"
+			for _, k := range req.Kinds {
+				args = append(args, k)
+			}
+		}
+		args = append(args, n)
+		rows, err := w.query(`UPDATE jobs SET status = 'processing', attempts = attempts + 1, lease = lease + 1,
+				lease_expires_at = `+leaseExp+`, worker_id = ?, started_at = ?, updated_at = ?
+			WHERE id IN (SELECT id FROM jobs WHERE queue = ? AND status = 'queued' AND run_at <= ?
+				AND (expires_at IS NULL OR expires_at > ?)`+kinds+`
+				ORDER BY priority, run_at, id LIMIT ?)
+			RETURNING `+jobCols, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			j, err := scanJob(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, j)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows.Close()
+		sort.Slice(out, func(a, b int) bool { return claimOrder(out[a], out[b]) })
+		for _, j := range out {
+			w.event(app.EventStarted, j.ID, j.Queue, j.Kind, nil)
+		}
+		if req.Rate > 0 {
+			left += float64(n - len(out)) // give back what was not used
+			if _, err := w.exec(`INSERT INTO queues (name, rate_tokens, rate_at) VALUES (?, ?, ?)
+				ON CONFLICT (name) DO UPDATE SET rate_tokens = excluded.rate_tokens, rate_at = excluded.rate_at`,
+				req.Queue, left, ms(w.now)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim from %s: %w", req.Queue, mapErr(err))
+	}
+	return out, nil
+}
+
+func claimOrder(a, b *app.Job) bool {
+	if a.Priority != b.Priority {
+		return a.Priority < b.Priority
+	}
+	if !a.RunAt.Equal(b.RunAt) {
+		return a.RunAt.Before(b.RunAt)
+	}
+	return a.ID < b.ID
+}
+
+// fenceErr explains why a fenced update of job id matched no row:
+// ErrLeaseLost if the job exists (in either table), else ErrNotFound.
+func (w *wtx) fenceErr(id int64) error {
+	var one int
+	err := w.queryRow(`SELECT 1 FROM jobs WHERE id = ? UNION ALL SELECT 1 FROM dead_letter_jobs WHERE id = ? LIMIT 1`, id, id).Scan(&one)
+	switch {
+	case err == nil:
+		return fmt.Errorf("job %d: %w", id, app.ErrLeaseLost)
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("job %d: %w", id, app.ErrNotFound)
+	}
+	return err
+}
+
+// Heartbeat implements app.Store.
+func (s *Store) Heartbeat(ctx context.Context, id, lease int64, extend time.Duration) (*app.Job, error) {
+	var job *app.Job
+	err := s.write(ctx, func(w *wtx) error {
+		exp, args := `? + timeout_ms`, []any{ms(w.now)}
+		if extend > 0 {
+			exp, args = `? + ?`, append(args, extend.Milliseconds())
+		}
+		args = append(args, ms(w.now), id, lease)
+		j, err := scanJob(w.queryRow(`UPDATE jobs SET lease_expires_at = `+exp+`, updated_at = ?
+			WHERE id = ? AND lease = ? AND status = 'processing' RETURNING `+jobCols, args...))
+		if errors.Is(err, sql.ErrNoRows) {
+			return w.fenceErr(id)
+		}
+		job = j
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat: %w", mapErr(err))
+	}
+	return job, nil
+}
+
+// Complete implements app.Store.
+func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, error) {
+	errs := make([]error, len(items))
+	err := s.write(ctx, func(w *wtx) error {
+		for i, it := range items {
+			errs[i] = nil
+			var queue, kind string
+			err := w.queryRow(`UPDATE jobs SET status = 'done', result = ?, finished_at = ?, updated_at = ?,
+					lease_expires_at = NULL
+				WHERE id = ? AND lease = ? AND status = 'processing' RETURNING queue, kind`,
+				rawOrNull(it.Result), ms(w.now), ms(w.now), it.ID, it.Lease).Scan(&queue, &kind)
+			if errors.Is(err, sql.ErrNoRows) {
+				if errs[i] = w.fenceErr(it.ID); !errors.Is(errs[i], app.ErrLeaseLost) && !errors.Is(errs[i], app.ErrNotFound) {
+					return errs[i]
+				}
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			w.event(app.EventSucceeded, it.ID, queue, kind, nil)
+			w.count(queue, 1, 0)
+			w.wake = append(w.wake, queue) // a concurrency slot is free
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("complete: %w", mapErr(err))
+	}
+	return errs, nil
+}
+
+// processing reads job id if it is processing under lease, else explains.
+func (w *wtx) processing(id, lease int64) (*app.Job, error) {
+	j, err := scanJob(w.queryRow(`SELECT `+jobCols+` FROM jobs WHERE id = ? AND lease = ? AND status = 'processing'`, id, lease))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, w.fenceErr(id)
+	}
+	return j, err
+}
+
+// Fail implements app.Store.
+func (s *Store) Fail(ctx context.Context, req app.FailRequest) (*app.FailResult, error) {
+	var res *app.FailResult
+	err := s.write(ctx, func(w *wtx) error {
+		j, err := w.processing(req.ID, req.Lease)
+		if err != nil {
+			return err
+		}
+		res, err = w.failAttempt(j, req.Error, req.Retry, false, req.RetryIn, req.Backoff)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fail job %d: %w", req.ID, mapErr(err))
+	}
+	return res, nil
+}
+
+// failAttempt records the failure of j's current attempt and applies app.DecideFail.
+func (w *wtx) failAttempt(j *app.Job, msg string, retry, leaseExpired bool, retryIn time.Duration, backoff app.BackoffFunc) (*app.FailResult, error) {
+	j.Errors = app.AppendError(j.Errors, j.Attempts, msg, w.now)
+	d := app.DecideFail(j, retry, leaseExpired, retryIn, backoff, w.now)
+	switch d.Outcome {
+	case app.OutcomeDeadLettered:
+		dead, err := w.moveToDead(j, d.Reason)
+		if err != nil {
+			return nil, err
+		}
+		w.count(j.Queue, 0, 1)
+		return &app.FailResult{Outcome: d.Outcome, Dead: dead}, nil
+	case app.OutcomeCancelled:
+		reason := j.CancelReason
+		if reason == "" {
+			reason = app.CancelRequested
+		}
+		nj, err := scanJob(w.queryRow(`UPDATE jobs SET status = 'cancelled', cancel_reason = ?, errors = ?,
+				finished_at = ?, updated_at = ?, lease_expires_at = NULL WHERE id = ? RETURNING `+jobCols,
+			reason, encodeList(j.Errors), ms(w.now), ms(w.now), j.ID))
+		if err != nil {
+			return nil, err
+		}
+		w.event(app.EventCancelled, j.ID, j.Queue, j.Kind, nil)
+		w.wake = append(w.wake, j.Queue)
+		return &app.FailResult{Outcome: d.Outcome, Job: nj}, nil
+	}
+	nj, err := scanJob(w.queryRow(`UPDATE jobs SET status = 'queued', run_at = ?, errors = ?, updated_at = ?,
+			lease_expires_at = NULL, worker_id = NULL WHERE id = ? RETURNING `+jobCols,
+		ms(d.RunAt), encodeList(j.Errors), ms(w.now), j.ID))
+	if err != nil {
+		return nil, err
+	}
+	data, _ := json.Marshal(map[string]any{"attempt": j.Attempts, "run_at": app.FormatTime(d.RunAt), "error": app.TruncateString(msg, 1024)})
+	w.event(app.EventRetryScheduled, j.ID, j.Queue, j.Kind, data)
+	w.count(j.Queue, 0, 1)
+	w.wake = append(w.wake, j.Queue)
+	return &app.FailResult{Outcome: d.Outcome, Job: nj}, nil
+}
+
+// moveToDead moves j to dead_letter_jobs: insert, then delete, inside the
+// caller's transaction, so both happen or neither.
+func (w *wtx) moveToDead(j *app.Job, reason string) (*app.DeadJob, error) {
+	d := app.DeadFromJob(j, reason, w.now)
+	if _, err := w.exec(`INSERT INTO dead_letter_jobs (`+deadCols+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL)`,
+		d.ID, d.Queue, d.Kind, rawOrNull(d.Payload), d.Priority, encodeList(d.Tags), d.Attempts,
+		d.MaxAttempts, d.Timeout.D().Milliseconds(), encodeList(d.Errors), nullString(d.IdempotencyKey),
+		ms(d.OriginalCreatedAt), nullInt(d.ReplayedFrom), d.Reason, d.LastError, ms(d.MovedAt), d.OriginalLease); err != nil {
+		return nil, fmt.Errorf("dead-letter job %d: %w", j.ID, err)
+	}
+	if err := w.fault(app.FaultDeadLetterInsert, j.ID); err != nil {
+		return nil, fmt.Errorf("dead-letter job %d: %w", j.ID, err)
+	}
+	res, err := w.exec(`DELETE FROM jobs WHERE id = ?`, j.ID)
+	if err != nil {
+		return nil, fmt.Errorf("dead-letter job %d: delete: %w", j.ID, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return nil, fmt.Errorf("dead-letter job %d: delete removed %d rows", j.ID, n)
+	}
+	data, _ := json.Marshal(map[string]any{"reason": reason, "attempts": j.Attempts})
+	w.event(app.EventDeadLettered, j.ID, j.Queue, j.Kind, data)
+	// Read back what was stored, so the caller sees exactly the row.
+	d.MovedAt = fromMS(ms(d.MovedAt))
+	return d, nil
+}
+
+// Snooze implements app.Store.
+func (s *Store) Snooze(ctx context.Context, id, lease int64, delay time.Duration) (*app.Job, error) {
+	var job *app.Job
+	err := s.write(ctx, func(w *wtx) error {
+		j, err := w.processing(id, lease)
+		if err != nil {
+			return err
+		}
+		if j.CancelRequested { // nobody wants it run again
+			job, err = w.finishCancel(j)
+			return err
+		}
+		runAt := w.now.Add(max(delay, 0))
+		job, err = scanJob(w.queryRow(`UPDATE jobs SET status = 'queued', run_at = ?, attempts = attempts - 1,
+				updated_at = ?, lease_expires_at = NULL, worker_id = NULL WHERE id = ? RETURNING `+jobCols,
+			ms(runAt), ms(w.now), id))
+		if err != nil {
+			return err
+		}
+		data, _ := json.Marshal(map[string]any{"run_at": app.FormatTime(runAt)})
+		w.event(app.EventSnoozed, id, j.Queue, j.Kind, data)
+		w.wake = append(w.wake, j.Queue)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("snooze job %d: %w", id, mapErr(err))
+	}
+	return job, nil
+}
+
+func (w *wtx) finishCancel(j *app.Job) (*app.Job, error) {
+	reason := j.CancelReason
+	if reason == "" {
+		reason = app.CancelRequested
+	}
+	nj, err := scanJob(w.queryRow(`UPDATE jobs SET status = 'cancelled', cancel_reason = ?, finished_at = ?,
+			updated_at = ?, lease_expires_at = NULL WHERE id = ? RETURNING `+jobCols,
+		reason, ms(w.now), ms(w.now), j.ID))
+	if err != nil {
+		return nil, err
+	}
+	w.event(app.EventCancelled, j.ID, j.Queue, j.Kind, nil)
+	w.wake = append(w.wake, j.Queue)
+	return nj, nil
+}
+
+// Cancel implements app.Store.
+func (s *Store) Cancel(ctx context.Context, req app.CancelRequest) (*app.Job, error) {
+	reason := req.Reason
+	if reason == "" {
+		reason = app.CancelRequested
+	}
+	var job *app.Job
+	err := s.write(ctx, func(w *wtx) error {
+		j, err := scanJob(w.queryRow(`SELECT `+jobCols+` FROM jobs WHERE id = ?`, req.ID))
+		if errors.Is(err, sql.ErrNoRows) {
+			var one int
+			if err := w.queryRow(`SELECT 1 FROM dead_letter_jobs WHERE id = ?`, req.ID).Scan(&one); err == nil {
+				return fmt.Errorf("job %d is in the dead-letter queue: %w", req.ID, app.ErrIllegalTransition)
+			}
+			return fmt.Errorf("job %d: %w", req.ID, app.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if req.Lease != nil {
+			if j.Status != app.StatusProcessing || j.Lease != *req.Lease {
+				return fmt.Errorf("job %d: %w", req.ID, app.ErrLeaseLost)
+			}
+			if !j.CancelRequested {
+				j.CancelReason = reason
+			}
+			job, err = w.finishCancel(j)
+			if err != nil {
+				return err
+			}
+			return w.audit(req.Audit, 1)
+		}
+		switch j.Status {
+		case app.StatusQueued:
+			j.CancelReason = reason
+			job, err = w.finishCancel(j)
+		case app.StatusProcessing:
+			job, err = scanJob(w.queryRow(`UPDATE jobs SET cancel_requested = 1,
+					cancel_reason = coalesce(cancel_reason, ?), updated_at = ? WHERE id = ? RETURNING `+jobCols,
+				reason, ms(w.now), req.ID))
+			if err == nil && !j.CancelRequested {
+				w.event(app.EventCancelRequest, j.ID, j.Queue, j.Kind, nil)
+			}
+		default:
+			return fmt.Errorf("job %d is %s: %w", req.ID, j.Status, app.ErrIllegalTransition)
+		}
+		if err != nil {
+			return err
+		}
+		return w.audit(req.Audit, 1)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cancel job %d: %w", req.ID, mapErr(err))
+	}
+	return job, nil
+}
+
+// audit records e (if not nil) with count in the current transaction.
+func (w *wtx) audit(e *app.AuditEntry, count int) error {
+	if e == nil {
+		return nil
+	}
+	at := e.At
+	if at.IsZero() {
+		at = w.now
+	}
+	var filter any
+	if len(e.Filter) > 0 {
+		filter = string(e.Filter)
+	}
+	_, err := w.exec(`INSERT INTO audit (at, actor, action, target, filter, count) VALUES (?, ?, ?, ?, ?, ?)`,
+		ms(at), e.Actor, e.Action, nullString(e.Target), filter, count)
+	return err
+}

@@ -1,0 +1,259 @@
+package sqlite
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/queuehq/queue/app"
+)
+
+// jobCols is the column list every job query selects, in scanJob's order.
+const jobCols = `id, queue, kind, payload, status, priority, run_at, attempts, max_attempts,
+	timeout_ms, expires_at, tags, idempotency_key, lease, lease_expires_at, worker_id,
+	cancel_requested, cancel_reason, errors, result, replayed_from, created_at, updated_at,
+	started_at, finished_at`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanJob(sc scanner) (*app.Job, error) {
+	var (
+		j                                                app.Job
+		payload, tags, errs                              string
+		status                                           string
+		runAt, createdAt, updatedAt, timeoutMS           int64
+		expiresAt, leaseExpiresAt, startedAt, finishedAt sql.NullInt64
+		idem, workerID, cancelReason, result             sql.NullString
+		replayedFrom                                     sql.NullInt64
+		cancelRequested                                  int64
+	)
+	if err := sc.Scan(&j.ID, &j.Queue, &j.Kind, &payload, &status, &j.Priority, &runAt, &j.Attempts,
+		&j.MaxAttempts, &timeoutMS, &expiresAt, &tags, &idem, &j.Lease, &leaseExpiresAt, &workerID,
+		&cancelRequested, &cancelReason, &errs, &result, &replayedFrom, &createdAt, &updatedAt,
+		&startedAt, &finishedAt); err != nil {
+		return nil, err
+	}
+	j.Payload = json.RawMessage(payload)
+	j.Status = app.Status(status)
+	j.RunAt = fromMS(runAt)
+	j.Timeout = app.Duration(time.Duration(timeoutMS) * time.Millisecond)
+	j.ExpiresAt = fromNullMS(expiresAt)
+	if err := decodeList(tags, &j.Tags); err != nil {
+		return nil, fmt.Errorf("job %d tags: %w", j.ID, err)
+	}
+	j.IdempotencyKey = idem.String
+	j.LeaseExpiresAt = fromNullMS(leaseExpiresAt)
+	j.WorkerID = workerID.String
+	j.CancelRequested = cancelRequested != 0
+	j.CancelReason = cancelReason.String
+	if err := decodeList(errs, &j.Errors); err != nil {
+		return nil, fmt.Errorf("job %d errors: %w", j.ID, err)
+	}
+	if result.Valid {
+		j.Result = json.RawMessage(result.String)
+	}
+	if replayedFrom.Valid {
+		v := replayedFrom.Int64
+		j.ReplayedFrom = &v
+	}
+	j.CreatedAt = fromMS(createdAt)
+	j.UpdatedAt = fromMS(updatedAt)
+	j.StartedAt = fromNullMS(startedAt)
+	j.FinishedAt = fromNullMS(finishedAt)
+	return &j, nil
+}
+
+// deadCols is the column list every dead-letter query selects, in scanDead's order.
+const deadCols = `id, queue, kind, payload, priority, tags, attempts, max_attempts, timeout_ms,
+	errors, idempotency_key, original_created_at, replayed_from, dead_letter_reason, last_error,
+	moved_to_dead_letter_at, original_lease, resurrection_count, last_resurrection_at`
+
+func scanDead(sc scanner) (*app.DeadJob, error) {
+	var (
+		d                              app.DeadJob
+		payload, tags, errs            string
+		timeoutMS, createdAt, movedAt  int64
+		idem                           sql.NullString
+		replayedFrom, lastResurrection sql.NullInt64
+	)
+	if err := sc.Scan(&d.ID, &d.Queue, &d.Kind, &payload, &d.Priority, &tags, &d.Attempts, &d.MaxAttempts,
+		&timeoutMS, &errs, &idem, &createdAt, &replayedFrom, &d.Reason, &d.LastError, &movedAt,
+		&d.OriginalLease, &d.ResurrectionCount, &lastResurrection); err != nil {
+		return nil, err
+	}
+	d.Payload = json.RawMessage(payload)
+	if err := decodeList(tags, &d.Tags); err != nil {
+		return nil, fmt.Errorf("dead-letter row %d tags: %w", d.ID, err)
+	}
+	d.Timeout = app.Duration(time.Duration(timeoutMS) * time.Millisecond)
+	if err := decodeList(errs, &d.Errors); err != nil {
+		return nil, fmt.Errorf("dead-letter row %d errors: %w", d.ID, err)
+	}
+	d.IdempotencyKey = idem.String
+	d.OriginalCreatedAt = fromMS(createdAt)
+	if replayedFrom.Valid {
+		v := replayedFrom.Int64
+		d.ReplayedFrom = &v
+	}
+	d.MovedAt = fromMS(movedAt)
+	d.LastResurrectionAt = fromNullMS(lastResurrection)
+	return &d, nil
+}
+
+func decodeList[T any](s string, out *[]T) error {
+	if s == "" || s == "[]" || s == "null" {
+		*out = nil
+		return nil
+	}
+	return json.Unmarshal([]byte(s), out)
+}
+
+func encodeList[T any](v []T) string {
+	if len(v) == 0 {
+		return "[]"
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // tags and attempt errors always marshal
+	}
+	return string(b)
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func nullInt(p *int64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func rawOrNull(r json.RawMessage) string {
+	if len(r) == 0 {
+		return "null"
+	}
+	return string(r)
+}
+
+// where builds a WHERE clause from conditions joined by AND.
+type where struct {
+	conds []string
+	args  []any
+}
+
+func (w *where) add(cond string, args ...any) {
+	w.conds = append(w.conds, cond)
+	w.args = append(w.args, args...)
+}
+
+func (w *where) in(col string, ids []int64) {
+	if len(ids) == 0 {
+		return
+	}
+	w.conds = append(w.conds, col+" IN ("+strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")+")")
+	for _, id := range ids {
+		w.args = append(w.args, id)
+	}
+}
+
+func (w *where) String() string {
+	if len(w.conds) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(w.conds, " AND ")
+}
+
+// jobWhere turns f into SQL conditions on jobs; values travel as arguments, never as text.
+func jobWhere(f app.JobFilter, now time.Time) *where {
+	w := &where{}
+	w.in("id", f.IDs)
+	if f.Queue != "" {
+		w.add("queue = ?", f.Queue)
+	}
+	if f.Kind != "" {
+		w.add("kind = ?", f.Kind)
+	}
+	if f.Tag != "" {
+		w.add("EXISTS (SELECT 1 FROM json_each(jobs.tags) WHERE json_each.value = ?)", f.Tag)
+	}
+	switch f.Status {
+	case "":
+	case "queued":
+		w.add("status = 'queued' AND run_at <= ?", ms(now))
+	case "scheduled":
+		w.add("status = 'queued' AND run_at > ?", ms(now))
+	default:
+		w.add("status = ?", f.Status)
+	}
+	if len(f.StatusIn) > 0 {
+		ph := strings.TrimSuffix(strings.Repeat("?,", len(f.StatusIn)), ",")
+		args := make([]any, len(f.StatusIn))
+		for i, s := range f.StatusIn {
+			args[i] = string(s)
+		}
+		w.add("status IN ("+ph+")", args...)
+	}
+	if f.MaxID > 0 {
+		w.add("id <= ?", f.MaxID)
+	}
+	if f.AfterID > 0 {
+		if f.Asc {
+			w.add("id > ?", f.AfterID)
+		} else {
+			w.add("id < ?", f.AfterID)
+		}
+	}
+	return w
+}
+
+func deadWhere(f app.DeadFilter) *where {
+	w := &where{}
+	w.in("id", f.IDs)
+	if f.Queue != "" {
+		w.add("queue = ?", f.Queue)
+	}
+	if f.Kind != "" {
+		w.add("kind = ?", f.Kind)
+	}
+	if f.Tag != "" {
+		w.add("EXISTS (SELECT 1 FROM json_each(dead_letter_jobs.tags) WHERE json_each.value = ?)", f.Tag)
+	}
+	if f.Reason != "" {
+		w.add("dead_letter_reason = ?", f.Reason)
+	}
+	if !f.OlderThan.IsZero() {
+		w.add("moved_to_dead_letter_at < ?", ms(f.OlderThan))
+	}
+	if f.MaxID > 0 {
+		w.add("id <= ?", f.MaxID)
+	}
+	if f.AfterID > 0 {
+		if f.Asc {
+			w.add("id > ?", f.AfterID)
+		} else {
+			w.add("id < ?", f.AfterID)
+		}
+	}
+	return w
+}
+
+func order(asc bool) string {
+	if asc {
+		return " ORDER BY id ASC"
+	}
+	return " ORDER BY id DESC"
+}
+
+func limit(n, def int) string {
+	if n <= 0 {
+		n = def
+	}
+	return " LIMIT " + itoa(n)
+}

@@ -1,0 +1,108 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/app/storetest"
+	"github.com/queuehq/queue/sqlite"
+)
+
+// MustOpen opens a migrated store under tb.TempDir and closes it at cleanup.
+func MustOpen(tb testing.TB, opts sqlite.Options) *sqlite.Store {
+	tb.Helper()
+	if opts.Log.GetLevel() == zerolog.TraceLevel { // zero Logger: quiet
+		opts.Log = zerolog.Nop()
+	}
+	s, err := sqlite.Open(context.Background(), filepath.Join(tb.TempDir(), "queue.db"), opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestStore(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, opts app.StoreOptions) app.Store {
+		return MustOpen(t, sqlite.Options{StoreOptions: opts, Sync: "normal"})
+	})
+}
+
+// The status guard holds for any writer of the file, not only the server.
+func TestStatusGuardRejectsThroughSQL(t *testing.T) {
+	s := MustOpen(t, sqlite.Options{})
+	path := s.Path()
+	ctx := t.Context()
+	if _, err := s.Submit(ctx, app.SubmitRequest{Jobs: []app.NewJob{{Queue: "q", Kind: "k", MaxAttempts: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, tc := range []struct {
+		name, sql, want string
+	}{
+		{"update to dead_letter", `UPDATE jobs SET status = 'dead_letter' WHERE id = 1`, "dead_letter is not a job status"},
+		{"update to unknown", `UPDATE jobs SET status = 'RUNNING' WHERE id = 1`, "invalid value"},
+		{"update to null", `UPDATE jobs SET status = NULL WHERE id = 1`, "invalid value"},
+		{"insert done", `INSERT INTO jobs (kind, status) VALUES ('k', 'done')`, "illegal insert"},
+		{"insert processing", `INSERT INTO jobs (kind, status) VALUES ('k', 'processing')`, "illegal insert"},
+		{"insert dead_letter", `INSERT INTO jobs (kind, status) VALUES ('k', 'dead_letter')`, "dead_letter is not a job status"},
+		{"insert unknown", `INSERT INTO jobs (kind, status) VALUES ('k', 'failed')`, "invalid value"},
+		{"queued to done", `UPDATE jobs SET status = 'done' WHERE id = 1`, "illegal transition"},
+	} {
+		if _, err := db.Exec(tc.sql); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	mustExec := func(q string) {
+		t.Helper()
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	mustExec(`INSERT INTO jobs (kind) VALUES ('k')`) // queued by default
+	mustExec(`UPDATE jobs SET status = 'cancelled' WHERE id = 1`)
+	for _, q := range []string{`UPDATE jobs SET status = 'queued' WHERE id = 1`, `UPDATE jobs SET status = 'processing' WHERE id = 1`} {
+		if _, err := db.Exec(q); err == nil {
+			t.Errorf("%s: cancelled is terminal, but the update passed", q)
+		}
+	}
+	mustExec(`UPDATE jobs SET status = 'processing' WHERE id = 2`)
+	mustExec(`UPDATE jobs SET status = 'processing', lease = lease + 1 WHERE id = 2`) // same status: allowed
+	mustExec(`UPDATE jobs SET status = 'done' WHERE id = 2`)
+	if _, err := db.Exec(`UPDATE jobs SET status = 'queued' WHERE id = 2`); err == nil {
+		t.Errorf("done -> queued passed")
+	}
+}
+
+func TestSecondOpenIsRefusedNamingTheHolder(t *testing.T) {
+	s := MustOpen(t, sqlite.Options{})
+	_, err := sqlite.Open(t.Context(), s.Path(), sqlite.Options{})
+	var le *sqlite.LockedError
+	if !errors.As(err, &le) || !strings.Contains(err.Error(), "pid") {
+		t.Fatalf("second open: %v, want a LockedError naming the pid", err)
+	}
+	// Readers still work while the writer holds the lock.
+	r, err := sqlite.Open(t.Context(), s.Path(), sqlite.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("read-only open while locked: %v", err)
+	}
+	defer r.Close()
+	if _, err := r.Stats(t.Context()); err != nil {
+		t.Fatalf("stats through a read-only store: %v", err)
+	}
+	if _, err := r.Submit(t.Context(), app.SubmitRequest{Jobs: []app.NewJob{{Queue: "q", Kind: "k", MaxAttempts: 1}}}); !errors.Is(err, app.ErrUnavailable) {
+		t.Fatalf("write through a read-only store: %v, want ErrUnavailable", err)
+	}
+}

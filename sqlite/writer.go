@@ -1,0 +1,356 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/queuehq/queue/app"
+)
+
+// request is one caller's write, waiting for the writer goroutine.
+type request struct {
+	ctx  context.Context
+	fn   func(*wtx) error
+	done chan error
+}
+
+// wtx is one request's share of the writer's transaction. What it collects
+// (events, wake-ups, throughput counts, new queues) takes effect only if the
+// request succeeds, and is published only after the shared commit.
+type wtx struct {
+	s      *Store
+	ctx    context.Context
+	now    time.Time
+	events []app.Event
+	wake   []string
+	counts map[countKey]*countVal
+	queues []string
+}
+
+type countKey struct {
+	queue  string
+	second int64
+}
+
+type countVal struct{ completed, failed int64 }
+
+// write runs fn in the writer's next transaction and returns its error once
+// that transaction committed (or failed). fn must not keep rows open when it
+// returns, and must return an error when it changed something it wants undone.
+func (s *Store) write(ctx context.Context, fn func(*wtx) error) error {
+	if s.wconn == nil {
+		return fmt.Errorf("%w: database opened read-only", app.ErrUnavailable)
+	}
+	r := &request{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	select {
+	case <-s.closing:
+		return fmt.Errorf("%w: store closing", app.ErrUnavailable)
+	default:
+	}
+	select {
+	case s.reqs <- r:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.stopped:
+		return fmt.Errorf("%w: store closed", app.ErrUnavailable)
+	}
+	select {
+	case err := <-r.done:
+		return err
+	case <-s.stopped:
+		select { // the writer answers before it stops: prefer its answer
+		case err := <-r.done:
+			return err
+		default:
+			return fmt.Errorf("%w: store closed", app.ErrUnavailable)
+		}
+	}
+}
+
+// writer owns the write connection. It takes every request that is waiting
+// (up to MaxBatch) and runs them in one transaction: group commit.
+func (s *Store) writer() {
+	defer close(s.stopped)
+	batch := make([]*request, 0, s.opts.MaxBatch)
+	for {
+		var first *request
+		select {
+		case first = <-s.reqs:
+		case <-s.closing:
+			for { // finish what was queued before Close
+				batch = batch[:0]
+				for len(batch) < s.opts.MaxBatch {
+					select {
+					case r := <-s.reqs:
+						batch = append(batch, r)
+						continue
+					default:
+					}
+					break
+				}
+				if len(batch) == 0 {
+					return
+				}
+				s.run(batch)
+			}
+		}
+		batch = append(batch[:0], first)
+	fill:
+		for len(batch) < s.opts.MaxBatch {
+			select {
+			case r := <-s.reqs:
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		s.run(batch)
+	}
+}
+
+// run executes batch in one transaction with a savepoint per request, so a
+// request that fails is undone alone; an error of the database itself
+// (I/O, disk full, ...) abandons the whole transaction and fails every request.
+func (s *Store) run(batch []*request) {
+	start := time.Now()
+	ctx := context.Background() // a caller giving up must not interrupt a shared transaction
+	errs := make([]error, len(batch))
+	failAll := func(err error) {
+		s.wconn.ExecContext(ctx, "ROLLBACK")
+		err = mapErr(err)
+		if !errors.Is(err, app.ErrUnavailable) {
+			err = fmt.Errorf("%w: %v", app.ErrUnavailable, err)
+		}
+		for _, r := range batch {
+			r.done <- err
+		}
+		s.log.Error().Err(err).Int("batch", len(batch)).Msg("write transaction failed")
+	}
+	if _, err := s.wconn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		failAll(err)
+		return
+	}
+	single := len(batch) == 1
+	var events []app.Event
+	var wake, queues []string
+	counts := map[countKey]*countVal{}
+	for i, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			errs[i] = err
+			continue
+		}
+		if !single {
+			if _, err := s.wconn.ExecContext(ctx, "SAVEPOINT req"); err != nil {
+				failAll(err)
+				return
+			}
+		}
+		w := &wtx{s: s, ctx: ctx, now: s.clock.Now()}
+		err := w.call(r.fn)
+		if err != nil {
+			if isFatal(err) {
+				failAll(err)
+				return
+			}
+			errs[i] = err
+			if single {
+				s.wconn.ExecContext(ctx, "ROLLBACK")
+				r.done <- err
+				return
+			}
+			if _, rerr := s.wconn.ExecContext(ctx, "ROLLBACK TO req"); rerr != nil {
+				failAll(rerr)
+				return
+			}
+		}
+		if !single {
+			if _, err := s.wconn.ExecContext(ctx, "RELEASE req"); err != nil {
+				failAll(err)
+				return
+			}
+		}
+		if err != nil {
+			continue
+		}
+		events = append(events, w.events...)
+		wake = append(wake, w.wake...)
+		queues = append(queues, w.queues...)
+		for k, v := range w.counts {
+			c := counts[k]
+			if c == nil {
+				c = &countVal{}
+				counts[k] = c
+			}
+			c.completed += v.completed
+			c.failed += v.failed
+		}
+	}
+	if err := s.flush(ctx, events, counts); err != nil {
+		failAll(err)
+		return
+	}
+	if _, err := s.wconn.ExecContext(ctx, "COMMIT"); err != nil {
+		failAll(err)
+		return
+	}
+	for _, q := range queues {
+		s.queues[q] = true
+	}
+	s.bus.Publish(events...)
+	s.notify.Notify(wake...)
+	for i, r := range batch {
+		r.done <- errs[i]
+	}
+	if d := time.Since(start); d > time.Second {
+		s.log.Warn().Dur("took", d).Int("batch", len(batch)).Msg("slow write transaction")
+	}
+	if o := s.opts.ObserveWrite; o != nil {
+		o(len(batch), time.Since(start))
+	}
+}
+
+// flush writes what the batch's requests collected: events (multi-row
+// inserts) and throughput counts (one upsert per queue and second).
+func (s *Store) flush(ctx context.Context, events []app.Event, counts map[countKey]*countVal) error {
+	const perInsert = 400
+	for len(events) > 0 {
+		n := min(len(events), perInsert)
+		var b strings.Builder
+		b.WriteString(`INSERT INTO events (job_id, queue, kind, type, at, data) VALUES `)
+		args := make([]any, 0, n*6)
+		for i, e := range events[:n] {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString("(?,?,?,?,?,?)")
+			var jobID, data any
+			if e.JobID != 0 {
+				jobID = e.JobID
+			}
+			if len(e.Data) > 0 {
+				data = string(e.Data)
+			}
+			args = append(args, jobID, e.Queue, e.Kind, e.Type, ms(e.At), data)
+		}
+		st, err := s.stmt(ctx, b.String())
+		if err != nil {
+			return err
+		}
+		if _, err := st.ExecContext(ctx, args...); err != nil {
+			return err
+		}
+		events = events[n:]
+	}
+	for k, v := range counts {
+		st, err := s.stmt(ctx, `INSERT INTO throughput (queue, second, completed, failed) VALUES (?, ?, ?, ?)
+			ON CONFLICT (queue, second) DO UPDATE SET completed = completed + excluded.completed, failed = failed + excluded.failed`)
+		if err != nil {
+			return err
+		}
+		if _, err := st.ExecContext(ctx, k.queue, k.second, v.completed, v.failed); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// call runs fn, turning a panic into an error so one bad request cannot
+// take the writer (and every other caller) down.
+func (w *wtx) call(fn func(*wtx) error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("write panicked: %v", p)
+		}
+	}()
+	return fn(w)
+}
+
+func isFatal(err error) bool {
+	return errors.Is(mapErr(err), app.ErrUnavailable)
+}
+
+// stmt returns a statement prepared on the write connection, cached by text.
+func (s *Store) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	if st, ok := s.stmts[q]; ok {
+		return st, nil
+	}
+	st, err := s.wconn.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if len(s.stmts) >= 1024 { // queries with long IN lists vary; keep the cache bounded
+		for k, old := range s.stmts {
+			old.Close()
+			delete(s.stmts, k)
+			break
+		}
+	}
+	s.stmts[q] = st
+	return st, nil
+}
+
+func (w *wtx) exec(q string, args ...any) (sql.Result, error) {
+	st, err := w.s.stmt(w.ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(w.ctx, args...)
+}
+
+func (w *wtx) query(q string, args ...any) (*sql.Rows, error) {
+	st, err := w.s.stmt(w.ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(w.ctx, args...)
+}
+
+func (w *wtx) queryRow(q string, args ...any) *sql.Row {
+	st, err := w.s.stmt(w.ctx, q)
+	if err != nil {
+		return w.s.wconn.QueryRowContext(w.ctx, q, args...) // reports the same error on Scan
+	}
+	return st.QueryRowContext(w.ctx, args...)
+}
+
+func (w *wtx) event(typ string, jobID int64, queue, kind string, data []byte) {
+	w.events = append(w.events, app.Event{Type: typ, JobID: jobID, Queue: queue, Kind: kind, At: w.now, Data: data})
+}
+
+func (w *wtx) count(queue string, completed, failed int64) {
+	if w.counts == nil {
+		w.counts = map[countKey]*countVal{}
+	}
+	k := countKey{queue, w.now.Unix()}
+	c := w.counts[k]
+	if c == nil {
+		c = &countVal{}
+		w.counts[k] = c
+	}
+	c.completed += completed
+	c.failed += failed
+}
+
+// ensureQueue makes sure queue has a row in queues, so listing queues never
+// scans jobs.
+func (w *wtx) ensureQueue(queue string) error {
+	if w.s.queues[queue] {
+		return nil
+	}
+	if _, err := w.exec(`INSERT INTO queues (name) VALUES (?) ON CONFLICT (name) DO NOTHING`, queue); err != nil {
+		return err
+	}
+	w.queues = append(w.queues, queue)
+	return nil
+}
+
+func (w *wtx) fault(point app.FaultPoint, jobID int64) error {
+	if f := w.s.opts.Fault; f != nil {
+		return f(w.ctx, point, jobID)
+	}
+	return nil
+}

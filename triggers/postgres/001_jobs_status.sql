@@ -1,0 +1,2 @@
+-- placeholder replaced by the PostgreSQL store's guard
+SELECT 1;
