@@ -2,6 +2,7 @@ package app
 
 import (
 	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -45,12 +46,39 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	}{plain(e), FormatTime(e.At)})
 }
 
+// StartedData is the data of a job.started event: the attempt, and how long
+// the job waited between becoming claimable and starting (for metrics).
+func StartedData(j *Job) json.RawMessage {
+	wait := int64(0)
+	if j.StartedAt != nil {
+		wait = max(0, j.StartedAt.Sub(j.RunAt).Milliseconds())
+	}
+	return fmt.Appendf(nil, `{"attempt":%d,"lease":%d,"wait_ms":%d}`, j.Attempts, j.Lease, wait)
+}
+
+// FinishedData is the data of a job.succeeded event: how long the attempt ran.
+func FinishedData(started *time.Time, now time.Time) json.RawMessage {
+	if started == nil {
+		return nil
+	}
+	return fmt.Appendf(nil, `{"duration_ms":%d}`, max(0, now.Sub(*started).Milliseconds()))
+}
+
 // Bus fans committed events out to in-process subscribers (the SSE stream,
 // metrics, waiters on one job). Publish never blocks: a subscriber whose
 // buffer is full is dropped and told so by Subscription.Overflowed.
 type Bus struct {
-	mu   sync.Mutex
-	subs map[*Subscription]struct{}
+	mu        sync.Mutex
+	subs      map[*Subscription]struct{}
+	observers []func(*Event)
+}
+
+// Observe calls fn synchronously for every published event, before the
+// subscribers get it. fn must be quick and must not block (metrics).
+func (b *Bus) Observe(fn func(*Event)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.observers = append(b.observers, fn)
 }
 
 // NewBus returns an empty Bus.
@@ -84,6 +112,11 @@ func (b *Bus) Publish(events ...Event) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	for _, fn := range b.observers {
+		for i := range events {
+			fn(&events[i])
+		}
+	}
 	for s := range b.subs {
 		for i := range events {
 			if s.filter != nil && !s.filter(&events[i]) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -24,6 +25,9 @@ type Service struct {
 	Clock  Clock
 	Bus    *Bus
 	Log    zerolog.Logger
+
+	stopOnce sync.Once
+	stop     chan struct{}
 }
 
 // NewService returns a Service over store. A nil cfg means the defaults;
@@ -38,8 +42,13 @@ func NewService(store Store, cfg *Config, clock Clock, bus *Bus, log zerolog.Log
 	if bus == nil {
 		bus = NewBus()
 	}
-	return &Service{Store: store, Config: cfg, Clock: clock, Bus: bus, Log: log}
+	return &Service{Store: store, Config: cfg, Clock: clock, Bus: bus, Log: log, stop: make(chan struct{})}
 }
+
+// Stop ends every wait in progress (long-poll claims answer what they have,
+// submit-and-wait answers the job as it is), so a server can shut down
+// without holding connections for a minute.
+func (s *Service) Stop() { s.stopOnce.Do(func() { close(s.stop) }) }
 
 // Submit validates and stores jobs all or nothing. With one input the
 // field names in errors are plain; with more they are prefixed jobs[i].
@@ -104,6 +113,8 @@ func (s *Service) Get(ctx context.Context, id int64, wait time.Duration, events 
 				defer sub.Close()
 			}
 		case <-t.C:
+		case <-s.stop:
+			wait = 0
 		case <-ctx.Done():
 			t.Stop()
 			return nil, ctx.Err()
@@ -285,6 +296,8 @@ func (s *Service) Claim(ctx context.Context, queue string, in ClaimInput) ([]*Jo
 		select {
 		case <-wake:
 		case <-t.C:
+		case <-s.stop:
+			deadline = time.Now()
 		case <-ctx.Done():
 			t.Stop()
 			return []*Job{}, nil // the claimer left; nothing was handed out
@@ -347,7 +360,7 @@ func (s *Service) Fail(ctx context.Context, id int64, in FailInput) (*FailResult
 		if in.RetryIn.D() < 0 || in.RetryIn.D() > MaxDelay {
 			return nil, Invalid("retry_in", "retry_in must be between 0s and 10 years")
 		}
-		req.RetryIn = in.RetryIn.D()
+		req.RetryIn = max(in.RetryIn.D(), time.Millisecond) // "0s" means now, not "use the backoff"
 	}
 	if req.Error == "" {
 		req.Error = "failed"

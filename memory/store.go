@@ -544,7 +544,7 @@ func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, er
 			if err := t.putJob(j); err != nil {
 				return err
 			}
-			t.event(app.EventStarted, j.ID, j.Queue, j.Kind, nil)
+			t.events = append(t.events, app.Event{Type: app.EventStarted, JobID: j.ID, Queue: j.Queue, Kind: j.Kind, At: t.now, Data: app.StartedData(j)})
 			out = append(out, copyJob(j))
 		}
 		if req.Rate > 0 {
@@ -627,7 +627,7 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 			if err := t.putJob(j); err != nil {
 				return err
 			}
-			t.event(app.EventSucceeded, j.ID, j.Queue, j.Kind, nil)
+			t.events = append(t.events, app.Event{Type: app.EventSucceeded, JobID: j.ID, Queue: j.Queue, Kind: j.Kind, At: t.now, Data: app.FinishedData(j.StartedAt, t.now)})
 			t.count(j.Queue, 1, 0)
 			t.wake = append(t.wake, j.Queue)
 		}

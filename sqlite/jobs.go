@@ -248,12 +248,7 @@ func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, er
 			}
 		}
 		args = append(args, n)
-		rows, err := w.query(`UPDATE jobs SET status = 'processing', attempts = attempts + 1, lease = lease + 1,
-				lease_expires_at = `+leaseExp+`, worker_id = ?, started_at = ?, updated_at = ?
-			WHERE id IN (SELECT id FROM jobs WHERE queue = ? AND status = 'queued' AND run_at <= ?
-				AND (expires_at IS NULL OR expires_at > ?)`+kinds+`
-				ORDER BY priority, run_at, id LIMIT ?)
-			RETURNING `+jobCols, args...)
+		rows, err := w.query(claimSQL(leaseExp, kinds), args...)
 		if err != nil {
 			return err
 		}
@@ -271,7 +266,7 @@ func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, er
 		rows.Close()
 		sort.Slice(out, func(a, b int) bool { return claimOrder(out[a], out[b]) })
 		for _, j := range out {
-			w.event(app.EventStarted, j.ID, j.Queue, j.Kind, nil)
+			w.event(app.EventStarted, j.ID, j.Queue, j.Kind, app.StartedData(j))
 		}
 		if req.Rate > 0 {
 			left += float64(n - len(out)) // give back what was not used
@@ -287,6 +282,17 @@ func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, er
 		return nil, fmt.Errorf("claim from %s: %w", req.Queue, mapErr(err))
 	}
 	return out, nil
+}
+
+// claimSQL claims in claim order through jobs_claim, forced with INDEXED BY:
+// the planner might otherwise pick jobs_queued_run_at and sort the whole queue.
+func claimSQL(leaseExp, kinds string) string {
+	return `UPDATE jobs SET status = 'processing', attempts = attempts + 1, lease = lease + 1,
+			lease_expires_at = ` + leaseExp + `, worker_id = ?, started_at = ?, updated_at = ?
+		WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_claim WHERE queue = ? AND status = 'queued' AND run_at <= ?
+			AND (expires_at IS NULL OR expires_at > ?)` + kinds + `
+			ORDER BY priority, run_at, id LIMIT ?)
+		RETURNING ` + jobCols
 }
 
 func claimOrder(a, b *app.Job) bool {
@@ -343,10 +349,11 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 		for i, it := range items {
 			errs[i] = nil
 			var queue, kind string
+			var started sql.NullInt64
 			err := w.queryRow(`UPDATE jobs SET status = 'done', result = ?, finished_at = ?, updated_at = ?,
 					lease_expires_at = NULL
-				WHERE id = ? AND lease = ? AND status = 'processing' RETURNING queue, kind`,
-				rawOrNull(it.Result), ms(w.now), ms(w.now), it.ID, it.Lease).Scan(&queue, &kind)
+				WHERE id = ? AND lease = ? AND status = 'processing' RETURNING queue, kind, started_at`,
+				rawOrNull(it.Result), ms(w.now), ms(w.now), it.ID, it.Lease).Scan(&queue, &kind, &started)
 			if errors.Is(err, sql.ErrNoRows) {
 				if errs[i] = w.fenceErr(it.ID); !errors.Is(errs[i], app.ErrLeaseLost) && !errors.Is(errs[i], app.ErrNotFound) {
 					return errs[i]
@@ -356,7 +363,7 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 			if err != nil {
 				return err
 			}
-			w.event(app.EventSucceeded, it.ID, queue, kind, nil)
+			w.event(app.EventSucceeded, it.ID, queue, kind, app.FinishedData(fromNullMS(started), w.now))
 			w.count(queue, 1, 0)
 			w.wake = append(w.wake, queue) // a concurrency slot is free
 		}

@@ -106,3 +106,30 @@ func TestSecondOpenIsRefusedNamingTheHolder(t *testing.T) {
 		t.Fatalf("write through a read-only store: %v, want ErrUnavailable", err)
 	}
 }
+
+// The claim walks the claim-order index over claimable rows: no sort, no
+// scan, so its cost does not grow with the depth of the queue.
+func TestClaimUsesTheClaimIndex(t *testing.T) {
+	s := MustOpen(t, sqlite.Options{})
+	db, err := sql.Open("sqlite", "file:"+s.Path()+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`EXPLAIN QUERY PLAN ` + sqlite.ClaimSQLForTest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		rows.Scan(&id, &parent, &notused, &detail)
+		plan = append(plan, detail)
+	}
+	text := strings.Join(plan, "\n")
+	if !strings.Contains(text, "USING INDEX jobs_claim") || strings.Contains(text, "TEMP B-TREE") || strings.Contains(text, "SCAN jobs") {
+		t.Fatalf("claim plan:\n%s", text)
+	}
+}

@@ -1,0 +1,527 @@
+package commands
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/client"
+)
+
+// Flags every command that talks to a server takes.
+func serverFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "server", Value: "http://127.0.0.1:8080", Usage: "server URL", EnvVars: []string{"QUEUE_SERVER"}},
+		&cli.StringFlag{Name: "token", Usage: "API token", EnvVars: []string{"QUEUE_TOKEN"}},
+	}
+}
+
+func jsonFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table", EnvVars: []string{"QUEUE_JSON"}}
+}
+
+func withFlags(groups ...[]cli.Flag) []cli.Flag {
+	var out []cli.Flag
+	for _, g := range groups {
+		out = append(out, g...)
+	}
+	return out
+}
+
+func newClient(c *cli.Context) *client.Client {
+	return client.New(c.String("server"), client.WithToken(c.String("token")))
+}
+
+// remoteErr explains an error of a call to the server, naming the fix.
+func remoteErr(c *cli.Context, err error) error {
+	var ce *client.Error
+	if errors.As(err, &ce) {
+		switch ce.Status {
+		case 401:
+			return fmt.Errorf("%s: the server needs a token: pass --token or set QUEUE_TOKEN", ce.Message)
+		}
+		return errors.New(ce.Message)
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%v (is `queue serve` running at %s? set --server or QUEUE_SERVER)", err, c.String("server"))
+	}
+	return err
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0) }
+
+func age(t time.Time) string {
+	d := time.Since(t)
+	neg := d < 0
+	if neg {
+		d = -d
+	}
+	var s string
+	switch {
+	case d < time.Second:
+		s = "now"
+		return s
+	case d < time.Minute:
+		s = fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		s = fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		s = fmt.Sprintf("%dh", int(d.Hours()))
+	default:
+		s = fmt.Sprintf("%dd", int(d.Hours()/24))
+	}
+	if neg {
+		return "in " + s
+	}
+	return s + " ago"
+}
+
+func idArg(c *cli.Context, what string) (int64, error) {
+	if c.NArg() != 1 {
+		return 0, usagef("give one %s id, e.g. `queue %s 42`", what, c.Command.FullName())
+	}
+	id, err := strconv.ParseInt(c.Args().First(), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, usagef("%q is not a %s id (a positive number)", c.Args().First(), what)
+	}
+	return id, nil
+}
+
+func submitCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "submit",
+		Usage: "submit a job and print its id",
+		UsageText: "queue submit --kind K [--queue Q] [--payload JSON|@file|-] [flags]\n\nExamples:\n" +
+			"  queue submit --kind email.send --payload '{\"to\":\"a@example.com\"}'\n" +
+			"  queue submit --queue reports --kind build --payload @job.json --delay 10m --tag nightly\n" +
+			"  echo '{\"n\":1}' | queue submit --kind k --payload - --wait   # exits 0 only if the job is done",
+		Flags: withFlags(serverFlags(), []cli.Flag{
+			&cli.StringFlag{Name: "queue", Value: "default", Usage: "queue name", EnvVars: []string{"QUEUE_QUEUE"}},
+			&cli.StringFlag{Name: "kind", Usage: "job kind (required)", EnvVars: []string{"QUEUE_KIND"}},
+			&cli.StringFlag{Name: "payload", Usage: "JSON payload, @file to read a file, - to read stdin", EnvVars: []string{"QUEUE_PAYLOAD"}},
+			&cli.IntFlag{Name: "priority", Usage: "-1000..1000, lower runs first", EnvVars: []string{"QUEUE_PRIORITY"}},
+			&cli.StringFlag{Name: "delay", Usage: "run after this long (30s, 5m)", EnvVars: []string{"QUEUE_DELAY"}},
+			&cli.TimestampFlag{Name: "run-at", Layout: time.RFC3339, Usage: "run at this time (RFC 3339)", EnvVars: []string{"QUEUE_RUN_AT"}},
+			&cli.IntFlag{Name: "max-attempts", Usage: "1..1000 (default: the queue's, 5)", EnvVars: []string{"QUEUE_MAX_ATTEMPTS"}},
+			&cli.StringFlag{Name: "timeout", Usage: "lease of one attempt (default: the queue's, 30s)", EnvVars: []string{"QUEUE_TIMEOUT"}},
+			&cli.StringFlag{Name: "ttl", Usage: "cancel if not started within this long", EnvVars: []string{"QUEUE_TTL"}},
+			&cli.StringSliceFlag{Name: "tag", Usage: "tag (repeatable)", EnvVars: []string{"QUEUE_TAGS"}},
+			&cli.StringFlag{Name: "idempotency-key", Usage: "a repeat with the same key returns the first job", EnvVars: []string{"QUEUE_IDEMPOTENCY_KEY"}},
+			&cli.BoolFlag{Name: "wait", Usage: "wait until the job is finished; exit 0 only if it is done"},
+			jsonFlag(),
+		}),
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usagef("submit takes no arguments (got %q); give the payload with --payload", c.Args().First())
+			}
+			if c.String("kind") == "" {
+				return usagef("--kind is required, e.g. --kind email.send")
+			}
+			in := app.SubmitInput{Queue: c.String("queue"), Kind: c.String("kind"), Tags: c.StringSlice("tag"), IdempotencyKey: c.String("idempotency-key")}
+			if p := c.String("payload"); p != "" {
+				raw, err := readPayload(c, p)
+				if err != nil {
+					return err
+				}
+				in.Payload = raw
+			}
+			if c.IsSet("priority") {
+				v := c.Int("priority")
+				in.Priority = &v
+			}
+			if c.IsSet("max-attempts") {
+				v := c.Int("max-attempts")
+				in.MaxAttempts = &v
+			}
+			for _, d := range []struct {
+				flag string
+				dst  **app.Duration
+			}{{"delay", &in.Delay}, {"timeout", &in.Timeout}, {"ttl", &in.TTL}} {
+				if v := c.String(d.flag); v != "" {
+					dur, err := app.ParseDuration(v)
+					if err != nil {
+						return usagef("--%s: %v", d.flag, err)
+					}
+					ad := app.Duration(dur)
+					*d.dst = &ad
+				}
+			}
+			if t := c.Timestamp("run-at"); t != nil {
+				in.RunAt = t
+			}
+			cl := newClient(c)
+			res, err := cl.Submit(c.Context, in)
+			if err != nil {
+				return remoteErr(c, err)
+			}
+			job := res.Job
+			if c.Bool("wait") {
+				for !job.Status.Terminal() && job.Status != app.StatusDeadLetter {
+					if job, err = cl.Get(c.Context, res.Job.ID, client.GetOptions{Wait: 60 * time.Second}); err != nil {
+						return remoteErr(c, err)
+					}
+				}
+			}
+			if c.Bool("json") {
+				printJSON(c.App.Writer, job)
+			} else {
+				fmt.Fprintln(c.App.Writer, job.ID)
+			}
+			if c.Bool("wait") && job.Status != app.StatusDone {
+				msg := fmt.Sprintf("job %d ended %s", job.ID, job.Status)
+				if job.DeadLetter != nil && job.DeadLetter.LastError != "" {
+					msg += ": " + job.DeadLetter.LastError
+				}
+				return cli.Exit(msg, 1)
+			}
+			return nil
+		},
+	}
+}
+
+func readPayload(c *cli.Context, p string) (json.RawMessage, error) {
+	var raw []byte
+	var err error
+	switch {
+	case p == "-":
+		raw, err = io.ReadAll(io.LimitReader(c.App.Reader, app.MaxPayloadBytes+1))
+	case strings.HasPrefix(p, "@"):
+		raw, err = os.ReadFile(p[1:])
+	default:
+		raw = []byte(p)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read payload: %w", err)
+	}
+	raw = []byte(strings.TrimSpace(string(raw)))
+	if !json.Valid(raw) {
+		return nil, usagef("--payload is not valid JSON (quote strings: --payload '\"text\"')")
+	}
+	return raw, nil
+}
+
+func jobsCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "jobs",
+		Usage:     "list, show and cancel jobs",
+		UsageText: "queue jobs list|show|cancel\n\nExamples:\n  queue jobs list --queue default --status queued\n  queue jobs show 42\n  queue jobs cancel 42",
+		Subcommands: []*cli.Command{
+			{
+				Name:      "list",
+				Usage:     "list jobs, newest first",
+				UsageText: "queue jobs list [--queue Q] [--kind K] [--status S] [--tag T] [--limit N]\n\nExample:\n  queue jobs list --status scheduled --json",
+				Flags: withFlags(serverFlags(), []cli.Flag{
+					&cli.StringFlag{Name: "queue"}, &cli.StringFlag{Name: "kind"}, &cli.StringFlag{Name: "tag"},
+					&cli.StringFlag{Name: "status", Usage: "queued, scheduled, processing, done, cancelled or dead_letter"},
+					&cli.IntFlag{Name: "limit", Value: 50}, &cli.StringFlag{Name: "cursor", Usage: "next_cursor of the previous page"},
+					jsonFlag(),
+				}),
+				Action: func(c *cli.Context) error {
+					page, err := newClient(c).List(c.Context, client.ListOptions{Queue: c.String("queue"), Kind: c.String("kind"),
+						Status: c.String("status"), Tag: c.String("tag"), Limit: c.Int("limit"), Cursor: c.String("cursor")})
+					if err != nil {
+						return remoteErr(c, err)
+					}
+					if c.Bool("json") {
+						return printJSON(c.App.Writer, page)
+					}
+					tw := table(c.App.Writer)
+					fmt.Fprintln(tw, "ID\tQUEUE\tKIND\tSTATUS\tATTEMPTS\tRUN AT\tCREATED")
+					for _, j := range page.Jobs {
+						fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", j.ID, j.Queue, j.Kind, j.Status, j.Attempts, j.MaxAttempts, age(j.RunAt), age(j.CreatedAt))
+					}
+					tw.Flush()
+					if page.NextCursor != "" {
+						fmt.Fprintf(c.App.ErrWriter, "more: --cursor %s\n", page.NextCursor)
+					}
+					return nil
+				},
+			},
+			{
+				Name:      "show",
+				Usage:     "show one job",
+				UsageText: "queue jobs show ID\n\nExample:\n  queue jobs show 42 --json",
+				Flags:     withFlags(serverFlags(), []cli.Flag{jsonFlag(), &cli.BoolFlag{Name: "events", Usage: "include lifecycle events"}}),
+				Action: func(c *cli.Context) error {
+					id, err := idArg(c, "job")
+					if err != nil {
+						return err
+					}
+					job, err := newClient(c).Get(c.Context, id, client.GetOptions{Events: c.Bool("events") || !c.Bool("json")})
+					if err != nil {
+						return remoteErr(c, err)
+					}
+					if c.Bool("json") {
+						return printJSON(c.App.Writer, job)
+					}
+					printJob(c.App.Writer, job)
+					return nil
+				},
+			},
+			{
+				Name:      "cancel",
+				Usage:     "cancel a queued job, or ask a running one to stop",
+				UsageText: "queue jobs cancel ID\n\nExample:\n  queue jobs cancel 42",
+				Flags:     withFlags(serverFlags(), []cli.Flag{jsonFlag()}),
+				Action: func(c *cli.Context) error {
+					id, err := idArg(c, "job")
+					if err != nil {
+						return err
+					}
+					job, err := newClient(c).Cancel(c.Context, id)
+					if err != nil {
+						return remoteErr(c, err)
+					}
+					if c.Bool("json") {
+						return printJSON(c.App.Writer, job)
+					}
+					if job.Status == app.StatusProcessing {
+						fmt.Fprintf(c.App.Writer, "job %d: cancel requested; its worker stops it at the next heartbeat\n", id)
+					} else {
+						fmt.Fprintf(c.App.Writer, "job %d: cancelled\n", id)
+					}
+					return nil
+				},
+			},
+		},
+	}
+}
+
+func printJob(w io.Writer, j *app.Job) {
+	tw := table(w)
+	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
+	row("id", j.ID)
+	row("queue", j.Queue)
+	row("kind", j.Kind)
+	row("status", j.Status)
+	row("priority", j.Priority)
+	row("attempts", fmt.Sprintf("%d of %d", j.Attempts, j.MaxAttempts))
+	row("run_at", app.FormatTime(j.RunAt)+" ("+age(j.RunAt)+")")
+	row("created_at", app.FormatTime(j.CreatedAt))
+	if j.FinishedAt != nil {
+		row("finished_at", app.FormatTime(*j.FinishedAt))
+	}
+	if len(j.Tags) > 0 {
+		row("tags", strings.Join(j.Tags, ", "))
+	}
+	if j.CancelReason != "" {
+		row("cancel_reason", j.CancelReason)
+	}
+	if j.ReplayedFrom != nil {
+		row("replayed_from", *j.ReplayedFrom)
+	}
+	row("payload", string(j.Payload))
+	if len(j.Result) > 0 && string(j.Result) != "null" {
+		row("result", string(j.Result))
+	}
+	if j.DeadLetter != nil {
+		row("dead_letter_reason", j.DeadLetter.Reason)
+		row("moved_at", app.FormatTime(j.DeadLetter.MovedAt))
+		row("resurrections", j.DeadLetter.ResurrectionCount)
+	}
+	tw.Flush()
+	for _, e := range j.Errors {
+		fmt.Fprintf(w, "error (attempt %d, %s): %s\n", e.Attempt, app.FormatTime(e.At), e.Error)
+	}
+	for _, e := range j.Events {
+		fmt.Fprintf(w, "event %s %s %s\n", app.FormatTime(e.At), e.Type, string(e.Data))
+	}
+}
+
+func queuesCommand() *cli.Command {
+	pauseLike := func(name, usage string, fn func(c *cli.Context, cl *client.Client, q string) error) *cli.Command {
+		return &cli.Command{
+			Name:      name,
+			Usage:     usage,
+			UsageText: "queue queues " + name + " QUEUE\n\nExample:\n  queue queues " + name + " emails",
+			Flags:     withFlags(serverFlags(), []cli.Flag{jsonFlag(), &cli.BoolFlag{Name: "dry-run", Usage: "drain: only count"}}),
+			Action: func(c *cli.Context) error {
+				if c.NArg() != 1 {
+					return usagef("give one queue name, e.g. `queue queues %s default`", name)
+				}
+				return fn(c, newClient(c), c.Args().First())
+			},
+		}
+	}
+	return &cli.Command{
+		Name:      "queues",
+		Usage:     "list, pause, resume and drain queues",
+		UsageText: "queue queues list|pause|resume|drain\n\nExamples:\n  queue queues list\n  queue queues pause emails",
+		Subcommands: []*cli.Command{
+			{
+				Name:      "list",
+				Usage:     "list queues with their state and policy",
+				UsageText: "queue queues list [--json]\n\nExample:\n  queue queues list",
+				Flags:     withFlags(serverFlags(), []cli.Flag{jsonFlag()}),
+				Action: func(c *cli.Context) error {
+					qs, err := newClient(c).Queues(c.Context)
+					if err != nil {
+						return remoteErr(c, err)
+					}
+					if c.Bool("json") {
+						return printJSON(c.App.Writer, map[string]any{"queues": qs})
+					}
+					tw := table(c.App.Writer)
+					fmt.Fprintln(tw, "QUEUE\tSTATE\tMAX ATTEMPTS\tTIMEOUT\tCONCURRENCY\tRATE\tMAX QUEUED")
+					for _, q := range qs {
+						state := "active"
+						if q.Paused {
+							state = "paused"
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", q.Name, state, q.Config.MaxAttempts, q.Config.Timeout.D(),
+							limitText(float64(q.Config.Concurrency)), limitText(q.Config.Rate), limitText(float64(q.Config.MaxQueued)))
+					}
+					return tw.Flush()
+				},
+			},
+			pauseLike("pause", "stop handing out the queue's jobs (submissions still land)", func(c *cli.Context, cl *client.Client, q string) error {
+				if err := cl.SetPaused(c.Context, q, true); err != nil {
+					return remoteErr(c, err)
+				}
+				fmt.Fprintf(c.App.Writer, "queue %s paused\n", q)
+				return nil
+			}),
+			pauseLike("resume", "hand out the queue's jobs again", func(c *cli.Context, cl *client.Client, q string) error {
+				if err := cl.SetPaused(c.Context, q, false); err != nil {
+					return remoteErr(c, err)
+				}
+				fmt.Fprintf(c.App.Writer, "queue %s resumed\n", q)
+				return nil
+			}),
+			pauseLike("drain", "cancel every queued job of the queue (running jobs finish)", func(c *cli.Context, cl *client.Client, q string) error {
+				res, err := cl.Drain(c.Context, q, c.Bool("dry-run"))
+				if err != nil {
+					return remoteErr(c, err)
+				}
+				if c.Bool("json") {
+					return printJSON(c.App.Writer, res)
+				}
+				verb := "cancelled"
+				if res.DryRun {
+					verb = "would cancel"
+				}
+				fmt.Fprintf(c.App.Writer, "queue %s: %s %d queued jobs\n", q, verb, res.Count)
+				return nil
+			}),
+		},
+	}
+}
+
+func limitText(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+func statsCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "stats",
+		Usage:     "job counts per queue",
+		UsageText: "queue stats [--json] [--watch]\n\nExamples:\n  queue stats\n  queue stats --watch 2s",
+		Flags: withFlags(serverFlags(), []cli.Flag{jsonFlag(),
+			&cli.DurationFlag{Name: "watch", Usage: "refresh in place at this interval (e.g. 2s) until Ctrl-C"}}),
+		Action: func(c *cli.Context) error {
+			cl := newClient(c)
+			watch := c.Duration("watch")
+			for {
+				st, err := cl.Stats(c.Context)
+				if err != nil {
+					return remoteErr(c, err)
+				}
+				if c.Bool("json") {
+					printJSON(c.App.Writer, st)
+				} else {
+					if watch > 0 {
+						fmt.Fprint(c.App.Writer, "\x1b[H\x1b[2J") // home, clear
+					}
+					printStats(c.App.Writer, st)
+				}
+				if watch <= 0 {
+					return nil
+				}
+				select {
+				case <-c.Context.Done():
+					return nil
+				case <-time.After(watch):
+				}
+			}
+		},
+	}
+}
+
+func printStats(w io.Writer, st *client.Stats) {
+	tw := table(w)
+	fmt.Fprintln(tw, "QUEUE\tQUEUED\tSCHEDULED\tPROCESSING\tDONE\tCANCELLED\tDEAD LETTER\tTOTAL\tOLDEST\tDONE/MIN\tFAILED/MIN")
+	names := make([]string, 0, len(st.Queues))
+	for n := range st.Queues {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	row := func(name string, q app.QueueStats) {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\n", name, q.Queued, q.Scheduled, q.Processing, q.Done,
+			q.Cancelled, q.DeadLetter, q.Total, (time.Duration(q.OldestQueuedAge) * time.Second).String(), q.CompletedLastMinute, q.FailedLastMinute)
+	}
+	for _, n := range names {
+		row(n, st.Queues[n])
+	}
+	row("(total)", st.Total)
+	tw.Flush()
+}
+
+func auditCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "audit",
+		Usage:     "list admin actions, newest first",
+		UsageText: "queue audit [--limit N] [--json]\n\nExample:\n  queue audit --limit 20",
+		Flags:     withFlags(serverFlags(), []cli.Flag{jsonFlag(), &cli.IntFlag{Name: "limit", Value: 50}}),
+		Action: func(c *cli.Context) error {
+			entries, err := newClient(c).Audit(c.Context, c.Int("limit"))
+			if err != nil {
+				return remoteErr(c, err)
+			}
+			if c.Bool("json") {
+				return printJSON(c.App.Writer, map[string]any{"entries": entries})
+			}
+			tw := table(c.App.Writer)
+			fmt.Fprintln(tw, "WHEN\tWHO\tACTION\tTARGET\tFILTER\tCOUNT")
+			for _, e := range entries {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", app.FormatTime(e.At), e.Actor, e.Action, e.Target, string(e.Filter), e.Count)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+// confirm asks on a terminal; elsewhere (scripts, pipes) it does not ask.
+func confirm(c *cli.Context, question string) (bool, error) {
+	f, ok := c.App.Reader.(*os.File)
+	if !ok || !isTerminal(f) {
+		return true, nil
+	}
+	fmt.Fprintf(c.App.ErrWriter, "%s [y/N] ", question)
+	line, err := bufio.NewReader(c.App.Reader).ReadString('\n')
+	if err != nil && line == "" {
+		return false, nil
+	}
+	ans := strings.ToLower(strings.TrimSpace(line))
+	return ans == "y" || ans == "yes", nil
+}

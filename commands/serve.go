@@ -1,0 +1,286 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	"github.com/rs/zerolog"
+	"github.com/urfave/cli/v2"
+
+	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/ui"
+)
+
+func serveCommand(b Build) *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "run the server: HTTP API, web UI, workers, maintenance",
+		UsageText: "queue serve [--db PATH|postgres://...|memory] [--addr 127.0.0.1:8080] [--config queue.toml]\n\n" +
+			"Examples:\n  queue serve\n  queue serve --db /var/lib/queue/queue.db --config /etc/queue/queue.toml\n" +
+			"  QUEUE_TOKEN=$(openssl rand -hex 24) queue serve --addr 0.0.0.0:8080",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "db", Usage: "database: a SQLite file, postgres://..., or memory (default: queue.db, or $STATE_DIRECTORY/queue.db under systemd)", EnvVars: []string{"QUEUE_DB"}},
+			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Usage: "listen address", EnvVars: []string{"QUEUE_ADDR"}},
+			&cli.StringFlag{Name: "config", Usage: "config file (TOML)", EnvVars: []string{"QUEUE_CONFIG"}},
+			&cli.StringFlag{Name: "sync", Value: "full", Usage: "SQLite durability: full (survives power loss) or normal (faster; the last commits may be lost on power loss)", EnvVars: []string{"QUEUE_SYNC"}},
+			&cli.StringFlag{Name: "token", Usage: "API token required on every request (named \"default\" in the audit trail)", EnvVars: []string{"QUEUE_TOKEN"}},
+			&cli.BoolFlag{Name: "insecure", Usage: "allow a non-loopback address without a token", EnvVars: []string{"QUEUE_INSECURE"}},
+			&cli.StringFlag{Name: "log-format", Usage: "console or json (default: console on a terminal, json otherwise)", EnvVars: []string{"QUEUE_LOG_FORMAT"}},
+			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: []string{"QUEUE_LOG_LEVEL"}},
+			&cli.DurationFlag{Name: "grace", Value: 30 * time.Second, Usage: "how long running jobs of built-in workers may finish on shutdown", EnvVars: []string{"QUEUE_GRACE"}},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usagef("serve takes no arguments (got %q); flags go before nothing else", c.Args().First())
+			}
+			return serve(c, b)
+		},
+	}
+}
+
+// serveConfig is the config file with the flags laid over it: a flag set on
+// the command line or in the environment wins, then the file, then defaults.
+func serveConfig(c *cli.Context) (*app.Config, error) {
+	cfg := app.DefaultConfig()
+	if path := c.String("config"); path != "" {
+		var err error
+		if cfg, err = app.LoadConfig(path, ParseSchedule); err != nil {
+			return nil, err
+		}
+	}
+	pick := func(flag string, file *string) {
+		if c.IsSet(flag) || *file == "" {
+			*file = c.String(flag)
+		}
+	}
+	pick("db", &cfg.Server.DB)
+	pick("addr", &cfg.Server.Addr)
+	pick("sync", &cfg.Server.Sync)
+	pick("log-format", &cfg.Server.LogFormat)
+	pick("log-level", &cfg.Server.LogLevel)
+	if c.IsSet("insecure") {
+		cfg.Server.Insecure = c.Bool("insecure")
+	}
+	if c.IsSet("grace") || cfg.Server.Grace == 0 {
+		cfg.Server.Grace = app.Duration(c.Duration("grace"))
+	}
+	if cfg.Server.DB == "" {
+		cfg.Server.DB = stateDB()
+	}
+	if t := c.String("token"); t != "" {
+		if len(t) < 16 {
+			return nil, usagef("--token is too short (at least 16 characters; try `openssl rand -hex 24`)")
+		}
+		cfg.Tokens = append(cfg.Tokens, app.TokenConfig{Name: "default", Token: t})
+	}
+	switch strings.ToLower(cfg.Server.Sync) {
+	case "full", "normal":
+	default:
+		return nil, usagef("--sync %q: want full or normal", cfg.Server.Sync)
+	}
+	switch cfg.Server.LogFormat {
+	case "", "console", "json":
+	default:
+		return nil, usagef("--log-format %q: want console or json", cfg.Server.LogFormat)
+	}
+	if _, err := zerolog.ParseLevel(cfg.Server.LogLevel); err != nil || cfg.Server.LogLevel == "" {
+		return nil, usagef("--log-level %q: want debug, info, warn or error", cfg.Server.LogLevel)
+	}
+	return cfg, nil
+}
+
+// ParseSchedule parses a robfig/cron spec (5 fields, or @every/@daily...) in loc.
+func ParseSchedule(spec string, loc *time.Location) (app.Schedule, error) {
+	if loc != nil && loc != time.UTC && !strings.HasPrefix(spec, "@every") && !strings.HasPrefix(spec, "CRON_TZ=") && !strings.HasPrefix(spec, "TZ=") {
+		spec = "CRON_TZ=" + loc.String() + " " + spec
+	}
+	return cron.ParseStandard(spec)
+}
+
+// newLogger writes console lines on a terminal and JSON otherwise.
+func newLogger(w io.Writer, format, level string) zerolog.Logger {
+	if format == "" {
+		format = "json"
+		if f, ok := w.(*os.File); ok && isTerminal(f) {
+			format = "console"
+		}
+	}
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil || level == "" {
+		lvl = zerolog.InfoLevel
+	}
+	var out io.Writer = w
+	if format == "console" {
+		out = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000"}
+	}
+	return zerolog.New(out).Level(lvl).With().Timestamp().Logger()
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// loopback reports whether addr listens only on this host.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func serve(c *cli.Context, b Build) error {
+	cfg, err := serveConfig(c)
+	if err != nil {
+		return err
+	}
+	log := newLogger(c.App.ErrWriter, cfg.Server.LogFormat, cfg.Server.LogLevel)
+	if !loopback(cfg.Server.Addr) && len(cfg.Tokens) == 0 && !cfg.Server.Insecure {
+		return usagef("refusing to listen on %s without a token: anyone who reaches it could run and delete jobs; "+
+			"set --token (or QUEUE_TOKEN, or [[tokens]] in the config), listen on 127.0.0.1, or pass --insecure", cfg.Server.Addr)
+	}
+	ctx := c.Context
+	start := time.Now()
+	bus := app.NewBus()
+	clock := app.SystemClock{}
+	var metrics *ui.Metrics
+	opts := app.StoreOptions{Clock: clock, Bus: bus, Log: log.With().Str("component", "store").Logger(),
+		ObserveWrite: func(n int, d time.Duration) {
+			if metrics != nil {
+				metrics.ObserveWrite(n, d)
+			}
+		}}
+	store, err := OpenStore(ctx, cfg.Server.DB, cfg.Server.Sync, opts)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	svc := app.NewService(store, cfg, clock, bus, log.With().Str("component", "service").Logger())
+	metrics = NewMetricsFor(svc)
+
+	ln, err := net.Listen("tcp", cfg.Server.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (is another server running? pick another --addr)", cfg.Server.Addr, err)
+	}
+	sched := &app.Scheduler{Service: svc}
+	if err := sched.Start(ctx); err != nil {
+		ln.Close()
+		return fmt.Errorf("periodic jobs: %w", err)
+	}
+	srv := &http.Server{
+		Handler: ui.New(ui.Options{
+			Service: svc, Log: log.With().Str("component", "http").Logger(), Tokens: cfg.Tokens,
+			PublicHealth: cfg.Server.PublicHealth, PublicMetrics: cfg.Server.PublicMetrics,
+			MaxBodyBytes: cfg.Server.MaxBodyBytes, Metrics: metrics.Handler(), Scheduler: sched, Version: b.Version,
+		}),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      90 * time.Second, // long polls hold an answer up to 60s
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          nil,
+	}
+
+	// Background work: maintenance every second, retention on its cron
+	// schedule, periodic jobs, built-in workers. With PostgreSQL only the
+	// node holding the leader lock runs the first three.
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	leader := leaderFunc(store)
+	maint := &app.Maintainer{Service: svc}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		leader(bg, log, func(lctx context.Context) {
+			var inner sync.WaitGroup
+			inner.Add(2)
+			go func() { defer inner.Done(); maint.Run(lctx, cfg.Maintenance.Interval.D()) }()
+			go func() { defer inner.Done(); sched.Run(lctx) }()
+			sweeps := cron.New(cron.WithLogger(cron.DiscardLogger))
+			spec := cfg.Maintenance.Retention
+			if spec == "" {
+				spec = "@every 1m"
+			}
+			if _, err := sweeps.AddFunc(spec, func() {
+				if _, err := maint.Sweep(lctx); err != nil && lctx.Err() == nil {
+					log.Error().Err(err).Msg("retention pass failed")
+				}
+			}); err != nil {
+				log.Error().Err(err).Str("schedule", spec).Msg("retention schedule")
+			}
+			sweeps.Start()
+			<-lctx.Done()
+			<-sweeps.Stop().Done()
+			inner.Wait()
+		})
+	}()
+	pools, err := startWorkers(bg, svc, cfg, log)
+	if err != nil {
+		stopBG()
+		ln.Close()
+		return err
+	}
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info().Str("addr", "http://"+ln.Addr().String()).Str("db", redactDSN(cfg.Server.DB)).Str("version", b.Version).
+		Int("workers", len(pools)).Dur("started_in", time.Since(start)).Msg("queue serving")
+	notifySystemd("READY=1\nSTATUS=serving on " + ln.Addr().String())
+	stopWatchdog := startWatchdog(bg, store)
+	defer stopWatchdog()
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		if !errors.Is(err, http.ErrServerClosed) {
+			stopBG()
+			wg.Wait()
+			return fmt.Errorf("http server: %w", err)
+		}
+	}
+	log.Info().Msg("shutting down: no new work; running jobs may finish")
+	notifySystemd("STOPPING=1")
+	svc.Stop() // long polls answer now
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		log.Warn().Err(err).Msg("http shutdown")
+	}
+	stopWorkers(pools, cfg.Server.Grace.D(), log)
+	stopBG()
+	wg.Wait()
+	if err := store.Close(); err != nil {
+		log.Warn().Err(err).Msg("closing the store")
+	}
+	log.Info().Msg("stopped")
+	return nil
+}
+
+// NewMetricsFor registers the metrics of svc.
+func NewMetricsFor(svc *app.Service) *ui.Metrics { return ui.NewMetrics(svc) }
+
+// redactDSN hides a password in a postgres:// address for the logs.
+func redactDSN(dsn string) string {
+	if i := strings.Index(dsn, "://"); i >= 0 {
+		if at := strings.LastIndex(dsn, "@"); at > i {
+			if colon := strings.Index(dsn[i+3:at], ":"); colon >= 0 {
+				return dsn[:i+3+colon] + ":***" + dsn[at:]
+			}
+		}
+	}
+	return dsn
+}

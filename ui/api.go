@@ -1,0 +1,746 @@
+// Package ui serves the HTTP API (JSON under /api/), the health and metrics
+// endpoints, and the web pages. Handlers decode and answer; what a request
+// means is decided by app.Service. ui.New returns the http.Handler.
+package ui
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/rs/zerolog"
+
+	"github.com/queuehq/queue/app"
+)
+
+// Options configures New.
+type Options struct {
+	Service *app.Service
+	Log     zerolog.Logger
+	// Tokens, if any, are required on every /api/ route and page.
+	Tokens []app.TokenConfig
+	// PublicHealth and PublicMetrics leave /healthz, /readyz and /metrics open when tokens are set.
+	PublicHealth  bool
+	PublicMetrics bool
+	// MaxBodyBytes caps request bodies (batch submissions); default 64 MiB.
+	MaxBodyBytes int64
+	// Metrics serves /metrics; nil: 404.
+	Metrics http.Handler
+	// Scheduler shows periodic jobs on the queues page and API; may be nil.
+	Scheduler *app.Scheduler
+	// Version is shown by the UI and /healthz.
+	Version string
+	// Now is the wall clock of the pages (relative times); default time.Now.
+	Now func() time.Time
+}
+
+// Body limits: a single job's payload may be 1 MiB, so its request may be a
+// little more; batches may be large.
+const (
+	smallBody          = 2<<20 + 64<<10
+	defaultMaxBodySize = 64 << 20
+)
+
+type handler struct {
+	svc   *app.Service
+	log   zerolog.Logger
+	opts  Options
+	pages *pages
+}
+
+// New returns the HTTP handler of the API and the pages.
+func New(opts Options) http.Handler {
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = defaultMaxBodySize
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	h := &handler{svc: opts.Service, log: opts.Log, opts: opts}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = h.errorHandler
+	e.Use(h.recoverer, h.secure, h.auth)
+	h.routes(e)
+	h.pages = newPages(h, e)
+	return e
+}
+
+// Route is one registered route, for tests that walk them all.
+type Route struct{ Method, Path string }
+
+// Routes lists the routes of a handler made by New.
+func Routes(hh http.Handler) []Route {
+	e, ok := hh.(*echo.Echo)
+	if !ok {
+		return nil
+	}
+	var out []Route
+	for _, r := range e.Routes() {
+		out = append(out, Route{r.Method, r.Path})
+	}
+	return out
+}
+
+func (h *handler) routes(e *echo.Echo) {
+	e.GET("/healthz", h.healthz)
+	e.HEAD("/healthz", h.healthz)
+	e.GET("/readyz", h.readyz)
+	e.HEAD("/readyz", h.readyz)
+	if h.opts.Metrics != nil {
+		e.GET("/metrics", echo.WrapHandler(h.opts.Metrics))
+	}
+	api := e.Group("/api")
+	api.POST("/jobs", h.submit)
+	api.POST("/jobs/batch", h.submitBatch)
+	api.GET("/jobs", h.listJobs)
+	api.POST("/jobs/complete", h.completeBatch)
+	api.GET("/jobs/:id", h.getJob)
+	api.GET("/jobs/:id/events", h.jobEvents)
+	api.POST("/jobs/:id/cancel", h.cancel)
+	api.POST("/jobs/:id/heartbeat", h.heartbeat)
+	api.POST("/jobs/:id/complete", h.complete)
+	api.POST("/jobs/:id/fail", h.fail)
+	api.POST("/jobs/:id/snooze", h.snooze)
+	api.POST("/queues/:queue/claim", h.claim)
+	api.GET("/queues", h.queues)
+	api.POST("/queues/:queue/pause", h.pause)
+	api.POST("/queues/:queue/resume", h.resume)
+	api.POST("/queues/:queue/drain", h.drain)
+	api.GET("/dlq", h.listDead)
+	api.GET("/dlq/:id", h.getDead)
+	api.POST("/dlq/:id/replay", h.replay)
+	api.DELETE("/dlq/:id", h.purge)
+	api.POST("/dlq/replay", h.bulk(app.BulkReplay))
+	api.POST("/dlq/purge", h.bulk(app.BulkPurge))
+	api.POST("/dlq/move", h.bulk(app.BulkMove))
+	api.GET("/stats", h.stats)
+	api.GET("/events", h.events)
+	api.GET("/audit", h.audit)
+	api.GET("/periodic", h.periodic)
+	api.POST("/once/:key", h.onceAcquire)
+	api.POST("/once/:key/done", h.onceDone)
+}
+
+// bind decodes the JSON body into v: strict (unknown fields are errors),
+// one value, within limit bytes. An empty body is fine when optional.
+func bind(c echo.Context, v any, limit int64, optional bool) error {
+	r := c.Request()
+	if r.ContentLength > limit {
+		return newError(http.StatusRequestEntityTooLarge, "too_large", "request body is %d bytes; the limit is %d", r.ContentLength, limit)
+	}
+	if r.ContentLength == 0 && optional {
+		return nil
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return newError(http.StatusUnsupportedMediaType, "unsupported_media_type", "Content-Type %q is not application/json (curl: -H 'Content-Type: application/json')", ct)
+		}
+	}
+	body := http.MaxBytesReader(c.Response(), r.Body, limit)
+	raw, err := io.ReadAll(body)
+	if err != nil {
+		return decodeError(err)
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		if optional {
+			return nil
+		}
+		return decodeError(io.EOF)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return decodeError(err)
+	}
+	if dec.More() {
+		return newError(http.StatusBadRequest, "invalid_json", "request body holds more than one JSON value")
+	}
+	return nil
+}
+
+func pathID(c echo.Context) (int64, error) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, &apiError{Status: http.StatusBadRequest, Code: "invalid_field", Field: "id", Message: fmt.Sprintf("id %q is not a positive integer", clip(c.Param("id")))}
+	}
+	return id, nil
+}
+
+func clip(s string) string { return app.TruncateString(s, 80) }
+
+func queryInt(c echo.Context, name string) (int, error) {
+	v := c.QueryParam(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, app.Invalid(name, "%s %q is not an integer", name, clip(v))
+	}
+	return n, nil
+}
+
+func queryBool(c echo.Context, name string) (bool, error) {
+	v := c.QueryParam(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, app.Invalid(name, "%s %q is not true or false", name, clip(v))
+	}
+	return b, nil
+}
+
+func queryDuration(c echo.Context, name string) (time.Duration, error) {
+	v := c.QueryParam(name)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := app.ParseDuration(v)
+	if err != nil {
+		return 0, app.Invalid(name, "%v", err)
+	}
+	return d, nil
+}
+
+func queryOrder(c echo.Context) (bool, error) {
+	switch c.QueryParam("order") {
+	case "", "desc":
+		return false, nil
+	case "asc":
+		return true, nil
+	}
+	return false, app.Invalid("order", "order is asc or desc")
+}
+
+func (h *handler) healthz(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok", "version": h.opts.Version})
+}
+
+func (h *handler) readyz(c echo.Context) error {
+	if err := h.svc.Store.Ping(c.Request().Context()); err != nil {
+		h.log.Warn().Err(err).Msg("not ready")
+		return newError(http.StatusServiceUnavailable, "unavailable", "the store is not reachable")
+	}
+	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// submitBody is POST /api/jobs: a job, with the header form of the key.
+func (h *handler) submit(c echo.Context) error {
+	var in app.SubmitInput
+	if err := bind(c, &in, smallBody, false); err != nil {
+		return err
+	}
+	if hk := c.Request().Header.Get("Idempotency-Key"); hk != "" {
+		if in.IdempotencyKey != "" && in.IdempotencyKey != hk {
+			return app.Invalid("idempotency_key", "the Idempotency-Key header and the idempotency_key field differ")
+		}
+		in.IdempotencyKey = hk
+	}
+	res, err := h.svc.Submit(c.Request().Context(), []app.SubmitInput{in})
+	if err != nil {
+		return err
+	}
+	if res[0].Existing {
+		c.Response().Header().Set("Idempotent-Replayed", "true")
+		return c.JSON(http.StatusOK, res[0].Job)
+	}
+	return c.JSON(http.StatusCreated, res[0].Job)
+}
+
+func (h *handler) submitBatch(c echo.Context) error {
+	var in struct {
+		Jobs []app.SubmitInput `json:"jobs"`
+	}
+	if err := bind(c, &in, h.opts.MaxBodyBytes, false); err != nil {
+		return err
+	}
+	if in.Jobs == nil {
+		return app.Invalid("jobs", "give the jobs as {\"jobs\": [...]}")
+	}
+	res, err := h.svc.Submit(c.Request().Context(), in.Jobs)
+	if err != nil {
+		return err
+	}
+	out := make([]*app.Job, len(res))
+	for i, r := range res {
+		out[i] = r.Job
+	}
+	return c.JSON(http.StatusCreated, map[string]any{"jobs": out})
+}
+
+func (h *handler) listJobs(c echo.Context) error {
+	in, err := listInput(c)
+	if err != nil {
+		return err
+	}
+	page, err := h.svc.List(c.Request().Context(), in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, page)
+}
+
+func listInput(c echo.Context) (app.ListInput, error) {
+	limit, err := queryInt(c, "limit")
+	if err != nil {
+		return app.ListInput{}, err
+	}
+	asc, err := queryOrder(c)
+	if err != nil {
+		return app.ListInput{}, err
+	}
+	return app.ListInput{Queue: c.QueryParam("queue"), Kind: c.QueryParam("kind"), Status: c.QueryParam("status"),
+		Tag: c.QueryParam("tag"), Limit: limit, Cursor: c.QueryParam("cursor"), Asc: asc}, nil
+}
+
+func (h *handler) getJob(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	wait, err := queryDuration(c, "wait")
+	if err != nil {
+		return err
+	}
+	if wait < 0 || wait > app.MaxWait {
+		return app.Invalid("wait", "wait must be between 0s and 60s")
+	}
+	events, err := queryBool(c, "events")
+	if err != nil {
+		return err
+	}
+	job, err := h.svc.Get(c.Request().Context(), id, wait, events)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, job)
+}
+
+func (h *handler) jobEvents(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	if _, _, err := h.svc.Store.Lookup(c.Request().Context(), id); err != nil {
+		return err
+	}
+	evs, err := h.svc.Store.JobEvents(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	if evs == nil {
+		evs = []app.Event{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"events": evs})
+}
+
+type leaseBody struct {
+	Lease *int64 `json:"lease"`
+}
+
+func (b leaseBody) lease() (int64, error) {
+	if b.Lease == nil {
+		return 0, app.Invalid("lease", "lease is required (the lease the claim handed out)")
+	}
+	return *b.Lease, nil
+}
+
+func (h *handler) cancel(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	var in leaseBody
+	if err := bind(c, &in, smallBody, true); err != nil {
+		return err
+	}
+	job, err := h.svc.Cancel(c.Request().Context(), id, in.Lease, actor(c))
+	if err != nil {
+		return err
+	}
+	if job.Status == app.StatusProcessing {
+		return c.JSON(http.StatusAccepted, job)
+	}
+	return c.JSON(http.StatusOK, job)
+}
+
+func (h *handler) heartbeat(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	var in struct {
+		leaseBody
+		Extend *app.Duration `json:"extend"`
+	}
+	if err := bind(c, &in, smallBody, false); err != nil {
+		return err
+	}
+	lease, err := in.lease()
+	if err != nil {
+		return err
+	}
+	var extend time.Duration
+	if in.Extend != nil {
+		extend = in.Extend.D()
+	}
+	job, err := h.svc.Heartbeat(c.Request().Context(), id, lease, extend)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"id": job.ID, "lease": job.Lease,
+		"lease_expires_at": app.FormatTime(*job.LeaseExpiresAt), "cancel_requested": job.CancelRequested})
+}
+
+func (h *handler) complete(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	var in struct {
+		leaseBody
+		Result json.RawMessage `json:"result"`
+	}
+	if err := bind(c, &in, smallBody, false); err != nil {
+		return err
+	}
+	lease, err := in.lease()
+	if err != nil {
+		return err
+	}
+	if err := h.svc.Complete(c.Request().Context(), id, lease, in.Result); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"id": id, "status": app.StatusDone})
+}
+
+func (h *handler) completeBatch(c echo.Context) error {
+	var in struct {
+		Jobs []struct {
+			ID     int64           `json:"id"`
+			Lease  *int64          `json:"lease"`
+			Result json.RawMessage `json:"result"`
+		} `json:"jobs"`
+	}
+	if err := bind(c, &in, h.opts.MaxBodyBytes, false); err != nil {
+		return err
+	}
+	items := make([]app.Completion, len(in.Jobs))
+	for i, j := range in.Jobs {
+		if j.ID <= 0 || j.Lease == nil {
+			return app.Invalid(fmt.Sprintf("jobs[%d]", i), "each item needs an id and a lease")
+		}
+		items[i] = app.Completion{ID: j.ID, Lease: *j.Lease, Result: j.Result}
+	}
+	errs, err := h.svc.CompleteBatch(c.Request().Context(), items)
+	if err != nil {
+		return err
+	}
+	type result struct {
+		ID    int64     `json:"id"`
+		OK    bool      `json:"ok"`
+		Error *apiError `json:"error,omitempty"`
+	}
+	out := make([]result, len(items))
+	for i, it := range items {
+		out[i] = result{ID: it.ID, OK: errs[i] == nil}
+		if errs[i] != nil {
+			out[i].Error, _ = toAPIError(errs[i])
+		}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"results": out})
+}
+
+func (h *handler) fail(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	var in struct {
+		leaseBody
+		Error   string        `json:"error"`
+		Retry   *bool         `json:"retry"`
+		RetryIn *app.Duration `json:"retry_in"`
+	}
+	if err := bind(c, &in, smallBody, false); err != nil {
+		return err
+	}
+	lease, err := in.lease()
+	if err != nil {
+		return err
+	}
+	res, err := h.svc.Fail(c.Request().Context(), id, app.FailInput{Lease: lease, Error: in.Error, Retry: in.Retry, RetryIn: in.RetryIn})
+	if err != nil {
+		return err
+	}
+	job := res.Job
+	if res.Dead != nil {
+		job = res.Dead.AsJob()
+	}
+	return c.JSON(http.StatusOK, map[string]any{"outcome": res.Outcome, "job": job})
+}
+
+func (h *handler) snooze(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	var in struct {
+		leaseBody
+		Delay *app.Duration `json:"delay"`
+	}
+	if err := bind(c, &in, smallBody, false); err != nil {
+		return err
+	}
+	lease, err := in.lease()
+	if err != nil {
+		return err
+	}
+	var delay time.Duration
+	if in.Delay != nil {
+		delay = in.Delay.D()
+	}
+	job, err := h.svc.Snooze(c.Request().Context(), id, lease, delay)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, job)
+}
+
+func (h *handler) claim(c echo.Context) error {
+	var in app.ClaimInput
+	if err := bind(c, &in, smallBody, true); err != nil {
+		return err
+	}
+	if in.WorkerID == "" {
+		in.WorkerID = "http:" + c.RealIP()
+	}
+	jobs, err := h.svc.Claim(c.Request().Context(), c.Param("queue"), in)
+	if err != nil {
+		return err
+	}
+	if jobs == nil {
+		jobs = []*app.Job{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"jobs": jobs})
+}
+
+func (h *handler) queues(c echo.Context) error {
+	qs, err := h.svc.Queues(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"queues": qs})
+}
+
+func (h *handler) pause(c echo.Context) error  { return h.setPaused(c, true) }
+func (h *handler) resume(c echo.Context) error { return h.setPaused(c, false) }
+
+func (h *handler) setPaused(c echo.Context, paused bool) error {
+	var in struct{}
+	if err := bind(c, &in, smallBody, true); err != nil {
+		return err
+	}
+	q := c.Param("queue")
+	if err := h.svc.SetPaused(c.Request().Context(), q, paused, actor(c)); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"name": q, "paused": paused})
+}
+
+func (h *handler) drain(c echo.Context) error {
+	var in struct {
+		DryRun bool `json:"dry_run"`
+	}
+	if err := bind(c, &in, smallBody, true); err != nil {
+		return err
+	}
+	res, err := h.svc.Drain(c.Request().Context(), c.Param("queue"), in.DryRun, actor(c))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, res)
+}
+
+func (h *handler) listDead(c echo.Context) error {
+	limit, err := queryInt(c, "limit")
+	if err != nil {
+		return err
+	}
+	asc, err := queryOrder(c)
+	if err != nil {
+		return err
+	}
+	page, err := h.svc.ListDead(c.Request().Context(), app.DeadListInput{Queue: c.QueryParam("queue"), Kind: c.QueryParam("kind"),
+		Tag: c.QueryParam("tag"), Reason: c.QueryParam("reason"), Limit: limit, Cursor: c.QueryParam("cursor"), Asc: asc})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, page)
+}
+
+func (h *handler) getDead(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	d, err := h.svc.GetDead(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, d)
+}
+
+func (h *handler) replay(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	var in app.ReplayInput
+	if err := bind(c, &in, smallBody, true); err != nil {
+		return err
+	}
+	job, err := h.svc.Replay(c.Request().Context(), id, in, actor(c))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, job)
+}
+
+func (h *handler) purge(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	if err := h.svc.Purge(c.Request().Context(), id, actor(c)); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (h *handler) bulk(action string) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		var in app.BulkInput
+		if err := bind(c, &in, smallBody, true); err != nil {
+			return err
+		}
+		res, err := h.svc.BulkDead(c.Request().Context(), action, in, actor(c))
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, res)
+	}
+}
+
+// statsBody is GET /api/stats: every queue by name, and the total.
+type statsBody struct {
+	Queues map[string]app.QueueStats `json:"queues"`
+	Total  app.QueueStats            `json:"total"`
+	At     string                    `json:"at"`
+}
+
+func (h *handler) stats(c echo.Context) error {
+	st, err := h.svc.Stats(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	out := statsBody{Queues: map[string]app.QueueStats{}, Total: st.Total, At: app.FormatTime(st.At)}
+	for _, q := range st.Queues {
+		out.Queues[q.Queue] = q
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (h *handler) audit(c echo.Context) error {
+	limit, err := queryInt(c, "limit")
+	if err != nil {
+		return err
+	}
+	before, err := queryInt(c, "before")
+	if err != nil {
+		return err
+	}
+	entries, err := h.svc.Audit(c.Request().Context(), app.AuditFilter{Action: c.QueryParam("action"), BeforeID: int64(before), Limit: limit})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"entries": entries})
+}
+
+func (h *handler) periodic(c echo.Context) error {
+	out := []app.PeriodicStatus{}
+	if h.opts.Scheduler != nil {
+		var err error
+		if out, err = h.opts.Scheduler.Status(c.Request().Context()); err != nil {
+			return err
+		}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"periodic": out})
+}
+
+func (h *handler) onceAcquire(c echo.Context) error {
+	var in struct {
+		HoldFor *app.Duration `json:"hold_for"`
+	}
+	if err := bind(c, &in, smallBody, true); err != nil {
+		return err
+	}
+	var hold time.Duration
+	if in.HoldFor != nil {
+		hold = in.HoldFor.D()
+	}
+	rec, err := h.svc.Once(c.Request().Context(), c.Param("key"), hold)
+	if err != nil {
+		return err
+	}
+	if rec.Acquired {
+		return c.JSON(http.StatusCreated, rec)
+	}
+	return c.JSON(http.StatusOK, rec)
+}
+
+func (h *handler) onceDone(c echo.Context) error {
+	var in struct {
+		Token  string          `json:"token"`
+		Result json.RawMessage `json:"result"`
+	}
+	if err := bind(c, &in, smallBody, false); err != nil {
+		return err
+	}
+	rec, err := h.svc.OnceDone(c.Request().Context(), c.Param("key"), in.Token, in.Result)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, rec)
+}
+
+// recoverer turns a panic in a handler into a logged 500 without a stack
+// trace in the answer.
+func (h *handler) recoverer(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				err = fmt.Errorf("panic: %v", p)
+				h.log.Error().Interface("panic", p).Str("path", c.Request().URL.Path).Msg("handler panicked")
+			}
+		}()
+		return next(c)
+	}
+}
+
+var errUnauthorized = errors.New("unauthorized")

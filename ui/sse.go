@@ -1,0 +1,88 @@
+package ui
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/queuehq/queue/app"
+)
+
+// sseHeartbeat keeps proxies from closing an idle event stream.
+const sseHeartbeat = 15 * time.Second
+
+// events streams lifecycle events as Server-Sent Events, filtered by queue
+// and kind. A reader too slow to keep up is dropped with a final
+// "event: overflow" rather than slowing any writer.
+func (h *handler) events(c echo.Context) error {
+	queue, kind := c.QueryParam("queue"), c.QueryParam("kind")
+	if queue != "" {
+		if err := app.ValidateQueue(queue); err != nil {
+			return app.Invalid("queue", "%v", err)
+		}
+	}
+	if kind != "" {
+		if err := app.ValidateKind(kind); err != nil {
+			return app.Invalid("kind", "kind %v", err)
+		}
+	}
+	sub := h.svc.Bus.Subscribe(4096, func(e *app.Event) bool {
+		return (queue == "" || e.Queue == queue) && (kind == "" || e.Kind == kind)
+	})
+	defer sub.Close()
+	w := c.Response()
+	rc := http.NewResponseController(w)
+	rc.SetWriteDeadline(time.Time{}) // a stream outlives the server's write timeout
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("Connection", "keep-alive")
+	hd.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, ": connected\n\n")
+	rc.Flush()
+	tick := time.NewTicker(sseHeartbeat)
+	defer tick.Stop()
+	ctx := c.Request().Context()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil {
+				return nil
+			}
+			rc.Flush()
+		case ev, ok := <-sub.C:
+			if !ok {
+				fmt.Fprint(w, "event: overflow\ndata: {\"message\":\"the stream fell behind and was closed; reconnect\"}\n\n")
+				rc.Flush()
+				return nil
+			}
+			data, _ := json.Marshal(ev)
+			if ev.ID > 0 {
+				fmt.Fprintf(w, "id: %d\n", ev.ID)
+			}
+			if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Type, data); err != nil {
+				return nil
+			}
+			for more := true; more; { // send what is waiting in one flush
+				select {
+				case ev, ok := <-sub.C:
+					if !ok {
+						more = false
+						break
+					}
+					data, _ := json.Marshal(ev)
+					fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Type, data)
+				default:
+					more = false
+				}
+			}
+			rc.Flush()
+		}
+	}
+}
