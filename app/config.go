@@ -181,9 +181,20 @@ func ParseConfig(path string, b []byte, parse ScheduleParser) (*Config, error) {
 		if errors.As(err, &pe) {
 			return nil, &ConfigError{Path: path, Line: pe.Position.Line, Key: pe.LastKey, Msg: pe.Message}
 		}
+		if m := decodeErrRE.FindStringSubmatch(err.Error()); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			return nil, &ConfigError{Path: path, Line: line, Key: m[2], Msg: m[3]}
+		}
 		return nil, &ConfigError{Path: path, Msg: err.Error()}
 	}
-	if und := md.Undecoded(); len(und) > 0 {
+	var und []toml.Key
+	for _, k := range md.Undecoded() {
+		if len(k) >= 2 && k[0] == "periodic" && k[1] == "payload" {
+			continue // a payload is free-form JSON
+		}
+		und = append(und, k)
+	}
+	if len(und) > 0 {
 		k := und[0].String()
 		return nil, &ConfigError{Path: path, Line: lines.find(k), Key: k, Msg: "unknown key (see docs/configuration.md for the keys)"}
 	}
@@ -457,6 +468,9 @@ func (c *Config) MaxQueued() map[string]int {
 // lineIndex maps dotted key paths ("queues.emails.timeout",
 // "periodic[1].cron") to their line in the file, so errors can name it.
 type lineIndex map[string]int
+
+// decodeErrRE picks line and key out of BurntSushi/toml's type errors.
+var decodeErrRE = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): (.*)$`)
 
 var (
 	tableRE = regexp.MustCompile(`^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$`)

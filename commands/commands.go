@@ -32,7 +32,7 @@ func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(f
 // 1 failure, 2 usage error.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, b Build) int {
 	a := newApp(stdin, stdout, stderr, b)
-	err := a.RunContext(ctx, args)
+	err := a.RunContext(ctx, interspersed(a, args))
 	if err == nil {
 		return 0
 	}
@@ -105,6 +105,64 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer, b Build) *cli.App {
 	walk(a.Commands)
 	a.OnUsageError = onUsageError
 	return a
+}
+
+// interspersed moves the flags of the command being run in front of its
+// arguments, so `queue jobs show 42 --json` works like `queue jobs show
+// --json 42` (urfave/cli/v2 stops reading flags at the first argument).
+// Everything after "--" stays as it is: it belongs to the user's command.
+func interspersed(a *cli.App, args []string) []string {
+	if len(args) < 2 {
+		return args
+	}
+	cmds, i := a.Commands, 1
+	var cmd *cli.Command
+	for i < len(args) {
+		var next *cli.Command
+		for _, c := range cmds {
+			if c.HasName(args[i]) {
+				next = c
+			}
+		}
+		if next == nil {
+			break
+		}
+		cmd, cmds, i = next, next.Subcommands, i+1
+	}
+	if cmd == nil || len(cmd.Subcommands) > 0 {
+		return args
+	}
+	takesValue := map[string]bool{}
+	known := map[string]bool{}
+	for _, f := range cmd.Flags {
+		_, isBool := f.(*cli.BoolFlag)
+		for _, n := range f.Names() {
+			known[n] = true
+			takesValue[n] = !isBool
+		}
+	}
+	var flags, pos []string
+	rest := args[i:]
+	for j := 0; j < len(rest); j++ {
+		tok := rest[j]
+		if tok == "--" {
+			pos = append(pos, rest[j:]...)
+			break
+		}
+		name := strings.TrimLeft(tok, "-")
+		if !strings.HasPrefix(tok, "-") || tok == "-" || !known[strings.SplitN(name, "=", 2)[0]] {
+			pos = append(pos, tok)
+			continue
+		}
+		flags = append(flags, tok)
+		if takesValue[name] && !strings.Contains(name, "=") && j+1 < len(rest) {
+			flags = append(flags, rest[j+1])
+			j++
+		}
+	}
+	out := append([]string{}, args[:i]...)
+	out = append(out, flags...)
+	return append(out, pos...)
 }
 
 func onUsageError(c *cli.Context, err error, isSub bool) error {

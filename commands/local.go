@@ -153,10 +153,14 @@ func configCommand() *cli.Command {
 				now := time.Now()
 				for _, p := range cfg.Periodic {
 					fmt.Fprintf(w, "periodic %q (%s -> %s/%s, catch_up %s):\n", p.Name, p.Cron, p.Queue, p.Kind, p.CatchUp)
+					loc := time.UTC
+					if p.Timezone != "" {
+						loc, _ = time.LoadLocation(p.Timezone) // validated by LoadConfig
+					}
 					t := now
 					for i := 0; i < 5; i++ {
 						t = p.Schedule.Next(t)
-						fmt.Fprintf(w, "  %s\n", t.Format(time.RFC3339))
+						fmt.Fprintf(w, "  %s (%s UTC)\n", t.In(loc).Format(time.RFC3339), t.UTC().Format("2006-01-02 15:04"))
 					}
 				}
 				for _, wk := range cfg.Workers {

@@ -96,7 +96,7 @@ func age(t time.Time) string {
 
 func idArg(c *cli.Context, what string) (int64, error) {
 	if c.NArg() != 1 {
-		return 0, usagef("give one %s id, e.g. `queue %s 42`", what, c.Command.FullName())
+		return 0, usagef("give one %s id, e.g. `%s 42`", what, c.Command.HelpName)
 	}
 	id, err := strconv.ParseInt(c.Args().First(), 10, 64)
 	if err != nil || id <= 0 {

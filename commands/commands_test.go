@@ -1,0 +1,77 @@
+package commands_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/queuehq/queue/commands"
+)
+
+func run(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := commands.Run(t.Context(), append([]string{"queue"}, args...), strings.NewReader(""), &out, &errb, commands.Build{Version: "test"})
+	return code, out.String(), errb.String()
+}
+
+// Exit codes: 0 ok, 1 failure, 2 usage error; messages name the problem and the fix.
+func TestExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.toml")
+	os.WriteFile(bad, []byte("[queues.mail]\nmax_atempts = 3\n"), 0o600)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"version"}, 0, "queue test"},
+		{[]string{"nope"}, 2, `unknown command "nope"`},
+		{[]string{}, 2, "give a command"},
+		{[]string{"submit", "--bogus"}, 2, "flag provided but not defined: -bogus"},
+		{[]string{"submit"}, 2, "--kind is required"},
+		{[]string{"submit", "--kind", "k", "--delay", "soon"}, 2, "--delay: invalid duration"},
+		{[]string{"jobs", "show"}, 2, "give one job id"},
+		{[]string{"jobs", "show", "x"}, 2, `"x" is not a job id`},
+		{[]string{"dlq", "purge"}, 2, "--all"},
+		{[]string{"dlq", "move", "7"}, 2, "move works on filters"},
+		{[]string{"serve", "--db", "mysql://x"}, 2, "unsupported"},
+		{[]string{"serve", "--addr", "10.1.2.3:8080"}, 2, "--token"},
+		{[]string{"serve", "--config", bad}, 1, "bad.toml:2: queues.mail.max_atempts: unknown key"},
+		{[]string{"config", "check"}, 2, "give one config file"},
+		{[]string{"config", "check", bad}, 1, "max_atempts"},
+		{[]string{"backup"}, 2, "give the output file"},
+		{[]string{"jobs", "list", "--server", "http://127.0.0.1:1"}, 1, "is `queue serve` running"},
+	} {
+		code, out, errs := run(t, tc.args...)
+		if code != tc.code || !strings.Contains(out+errs, tc.want) {
+			t.Errorf("queue %s: exit %d, output %q; want exit %d and %q", strings.Join(tc.args, " "), code, out+errs, tc.code, tc.want)
+		}
+	}
+}
+
+func TestConfigCheckPrintsNextFireTimes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "queue.toml")
+	os.WriteFile(path, []byte(`
+[queues.mail]
+max_attempts = 3
+concurrency = 2
+
+[[periodic]]
+name = "nightly"
+cron = "0 3 * * *"
+timezone = "Europe/Berlin"
+queue = "reports"
+kind = "report.nightly"
+payload = { format = "pdf" }
+`), 0o600)
+	code, out, errs := run(t, "config", "check", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, `periodic "nightly"`) || strings.Count(out, "T03:00:00+0") != 5 {
+		t.Fatalf("output:\n%s", out)
+	}
+}
