@@ -4,6 +4,12 @@ COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 GO      ?= go
 
+PREFIX  ?= /usr/local
+DESTDIR ?=
+# A Debian version must start with a digit: a tag v1.2.3 gives 1.2.3, else 0.0.0+<commit>.
+PKG_VERSION ?= $(shell v=$$(git describe --tags --exact-match 2>/dev/null | sed 's/^v//'); echo $${v:-0.0.0+$(COMMIT)})
+NFPM    := github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
+
 .PHONY: build run test lint bench soak package install clean help
 
 build: ## Static binary ./queue (CGO_ENABLED=0, version stamped)
@@ -19,6 +25,26 @@ lint: ## gofmt, go vet and staticcheck
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'run gofmt -w'; exit 1; }
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.7.0 ./...
+
+bench: ## Benchmarks: the store's, then the side-by-side comparison with River and goqite (bench/)
+	$(GO) test -run '^$$' -bench . -benchtime 2s ./sqlite/
+	@if [ -f bench/go.mod ]; then cd bench && $(GO) run . ; fi
+
+soak: build ## Minutes of producers, workers, kill -9 and replays; exits non-zero on any lost job (not in CI)
+	@if [ -f soak/main.go ]; then $(GO) run ./soak --bin ./queue $(SOAK_ARGS); else echo "no soak program"; exit 1; fi
+
+package: build ## A .deb in dist/ (binary, systemd unit, config) built with nfpm
+	mkdir -p dist
+	VERSION=$(PKG_VERSION) ARCH=$$($(GO) env GOARCH) $(GO) run $(NFPM) package --config packaging/nfpm.yaml --packager deb --target dist/
+	@ls -l dist/*.deb
+
+install: build ## Install the binary, unit and config under $(DESTDIR)$(PREFIX) and /etc
+	install -D -m 0755 queue $(DESTDIR)$(PREFIX)/bin/queue
+	install -D -m 0644 packaging/queue.service $(DESTDIR)/etc/systemd/system/queue.service
+	sed -i 's|/usr/bin/queue|$(PREFIX)/bin/queue|' $(DESTDIR)/etc/systemd/system/queue.service
+	test -e $(DESTDIR)/etc/queue/queue.toml || install -D -m 0644 packaging/queue.toml $(DESTDIR)/etc/queue/queue.toml
+	test -e $(DESTDIR)/etc/default/queue || install -D -m 0644 packaging/queue.env.sample $(DESTDIR)/etc/default/queue
+	@echo "installed; now: systemctl daemon-reload && systemctl enable --now queue"
 
 clean: ## Remove build output
 	rm -rf queue dist

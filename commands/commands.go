@@ -99,6 +99,9 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer, b Build) *cli.App {
 	walk = func(cmds []*cli.Command) {
 		for _, c := range cmds {
 			c.OnUsageError = onUsageError
+			for _, f := range c.Flags {
+				defaultEnv(f)
+			}
 			walk(c.Subcommands)
 		}
 	}
@@ -163,6 +166,42 @@ func interspersed(a *cli.App, args []string) []string {
 	out := append([]string{}, args[:i]...)
 	out = append(out, flags...)
 	return append(out, pos...)
+}
+
+// defaultEnv gives a flag without an environment variable QUEUE_<NAME>, so
+// every flag can be set from the environment (SPEC section 7).
+func defaultEnv(f cli.Flag) {
+	env := []string{"QUEUE_" + strings.ToUpper(strings.ReplaceAll(f.Names()[0], "-", "_"))}
+	switch f := f.(type) {
+	case *cli.StringFlag:
+		if len(f.EnvVars) == 0 {
+			f.EnvVars = env
+		}
+	case *cli.BoolFlag:
+		if len(f.EnvVars) == 0 {
+			f.EnvVars = env
+		}
+	case *cli.IntFlag:
+		if len(f.EnvVars) == 0 {
+			f.EnvVars = env
+		}
+	case *cli.Float64Flag:
+		if len(f.EnvVars) == 0 {
+			f.EnvVars = env
+		}
+	case *cli.DurationFlag:
+		if len(f.EnvVars) == 0 {
+			f.EnvVars = env
+		}
+	case *cli.StringSliceFlag:
+		if len(f.EnvVars) == 0 {
+			f.EnvVars = env
+		}
+	case *cli.TimestampFlag:
+		if len(f.EnvVars) == 0 {
+			f.EnvVars = env
+		}
+	}
 }
 
 func onUsageError(c *cli.Context, err error, isSub bool) error {
