@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -65,6 +66,11 @@ type Store struct {
 	closeOnce sync.Once
 	closeErr  error
 	lock      *os.File
+
+	// failing is set when a write transaction failed for a reason of the
+	// database itself (disk full, I/O error) and cleared by the next commit;
+	// while set, Ping proves readiness with a real write.
+	failing atomic.Bool
 
 	// Owned by the writer goroutine.
 	stmts  map[string]*sql.Stmt
@@ -315,6 +321,10 @@ func (s *Store) Ping(ctx context.Context) error {
 		return nil
 	}
 	return s.write(ctx, func(w *wtx) error {
+		if s.failing.Load() { // writes failed lately: prove the file takes one again
+			_, err := w.exec(`INSERT INTO health (id, at, pad) VALUES (1, ?, zeroblob(262144)) ON CONFLICT (id) DO UPDATE SET at = excluded.at, pad = excluded.pad`, ms(w.now))
+			return err
+		}
 		_, err := w.exec(`PRAGMA user_version`) // a no-op write request: proves the writer answers
 		return err
 	})

@@ -120,6 +120,7 @@ func (s *Store) run(batch []*request) {
 	ctx := context.Background() // a caller giving up must not interrupt a shared transaction
 	errs := make([]error, len(batch))
 	failAll := func(err error) {
+		s.failing.Store(true)
 		s.wconn.ExecContext(ctx, "ROLLBACK")
 		err = mapErr(err)
 		if !errors.Is(err, app.ErrUnavailable) {
@@ -197,6 +198,7 @@ func (s *Store) run(batch []*request) {
 		failAll(err)
 		return
 	}
+	s.failing.Store(false)
 	for _, q := range queues {
 		s.queues[q] = true
 	}
