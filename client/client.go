@@ -74,6 +74,12 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s (%d %s)", e.Message, e.Status, e.Code)
 }
 
+// Retryable reports whether the call is worth repeating later: the server
+// was unavailable or overloaded (429, 5xx).
+func (e *Error) Retryable() bool {
+	return e.Status == http.StatusTooManyRequests || e.Status == http.StatusRequestTimeout || e.Status >= 500
+}
+
 // Unwrap maps the error code to the sentinel of package app.
 func (e *Error) Unwrap() error {
 	switch e.Code {
@@ -267,11 +273,9 @@ func (c *Client) Claim(ctx context.Context, queue string, in app.ClaimInput) ([]
 	return out.Jobs, err
 }
 
-// Lease is the answer to a heartbeat.
-type Lease struct {
-	ExpiresAt       time.Time `json:"lease_expires_at"`
-	CancelRequested bool      `json:"cancel_requested"`
-}
+// Lease is the answer to a heartbeat: when the lease now expires, and
+// whether an operator asked to cancel the job.
+type Lease = app.Lease
 
 // Heartbeat extends the lease of a job (by extend, or its timeout if zero).
 func (c *Client) Heartbeat(ctx context.Context, id, lease int64, extend time.Duration) (*Lease, error) {
@@ -320,11 +324,10 @@ func (c *Client) CompleteBatch(ctx context.Context, items []app.Completion) ([]e
 	return errs, nil
 }
 
-// FailResult is the answer to Fail.
-type FailResult struct {
-	Outcome string   `json:"outcome"`
-	Job     *app.Job `json:"job"`
-}
+// FailResult is the answer to Fail: its Outcome ("retry_scheduled",
+// "dead_lettered" or "cancelled") and the Job as it is now (its dead-letter
+// form when it moved to the DLQ; Dead stays nil over HTTP).
+type FailResult = app.FailResult
 
 // Fail reports a failed attempt. retry=false sends the job straight to the
 // DLQ; retryIn > 0 replaces the backoff.

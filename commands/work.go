@@ -1,14 +1,126 @@
 package commands
 
-import "github.com/urfave/cli/v2"
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/client"
+)
 
 func workCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "work",
-		Usage:     "run a command for each job of a queue, pulling over HTTP",
-		UsageText: "queue work --server URL --queue Q [--kind K]... [--concurrency N] -- COMMAND ARGS...",
-		Action: func(c *cli.Context) error {
-			return usagef("queue work is not in this build yet")
-		},
+		Name:  "work",
+		Usage: "run a command for each job of a queue, pulling over HTTP",
+		UsageText: "queue work --server URL --queue Q [--kind K]... [--concurrency N] [--token T] [--grace 30s] [--timeout D] [--kill-grace D] -- COMMAND ARGS...\n\n" +
+			"Each job runs COMMAND (no shell: write `sh -c '...'` for one) with the payload on stdin and QUEUE_JOB_ID,\n" +
+			"QUEUE_JOB_KIND, QUEUE_QUEUE, QUEUE_ATTEMPT, QUEUE_MAX_ATTEMPTS in its environment. Exit 0 completes the job\n" +
+			"with stdout as its result (JSON if it parses); exit 65 fails it for good (dead-letter queue); any other exit,\n" +
+			"a signal or the timeout fails it with a retry. SIGTERM/SIGINT: stop claiming, let running jobs finish within\n" +
+			"--grace, then stop them and give their jobs back to run again elsewhere.\n\n" +
+			"Examples:\n" +
+			"  queue work --queue emails -- ./send-email.sh\n" +
+			"  queue work --server http://queue.internal:8080 --token $TOKEN --queue reports --kind report.build --concurrency 4 -- python3 build.py\n" +
+			"  queue work --queue default -- sh -c 'cat >/dev/null; echo \"{\\\"ok\\\":true}\"'",
+		Flags: withFlags(serverFlags(), []cli.Flag{
+			&cli.StringFlag{Name: "queue", Value: app.DefaultQueue, Usage: "queue to work", EnvVars: []string{"QUEUE_QUEUE"}},
+			&cli.StringSliceFlag{Name: "kind", Usage: "only jobs of this kind (repeatable; default: every kind)", EnvVars: []string{"QUEUE_KINDS"}},
+			&cli.IntFlag{Name: "concurrency", Value: 1, Usage: "jobs run at once", EnvVars: []string{"QUEUE_CONCURRENCY"}},
+			&cli.DurationFlag{Name: "grace", Value: app.DefaultGrace, Usage: "on SIGTERM/SIGINT, how long running jobs may finish before they are stopped and given back", EnvVars: []string{"QUEUE_GRACE"}},
+			&cli.DurationFlag{Name: "timeout", Usage: "stop a run after this long (default: each job's timeout)", EnvVars: []string{"QUEUE_WORK_TIMEOUT"}},
+			&cli.DurationFlag{Name: "kill-grace", Value: app.DefaultKillGrace, Usage: "time between SIGTERM and SIGKILL to a run's process group", EnvVars: []string{"QUEUE_KILL_GRACE"}},
+			&cli.StringFlag{Name: "dir", Usage: "working directory of the command (default: this one)", EnvVars: []string{"QUEUE_WORK_DIR"}},
+			&cli.StringSliceFlag{Name: "env", Usage: "KEY=VALUE added to the command's environment (repeatable)", EnvVars: []string{"QUEUE_WORK_ENV"}},
+			&cli.StringFlag{Name: "worker-id", Usage: "name shown on the jobs this worker holds (default: host:pid)", EnvVars: []string{"QUEUE_WORKER_ID"}},
+			&cli.DurationFlag{Name: "poll-wait", Value: 30 * time.Second, Usage: "how long one claim waits for a job (long poll, at most 60s)", EnvVars: []string{"QUEUE_POLL_WAIT"}},
+			&cli.StringFlag{Name: "log-format", Usage: "console or json (default: console on a terminal, json otherwise)", EnvVars: []string{"QUEUE_LOG_FORMAT"}},
+			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: []string{"QUEUE_LOG_LEVEL"}},
+		}),
+		Action: work,
 	}
+}
+
+func work(c *cli.Context) error {
+	argv := c.Args().Slice()
+	if len(argv) == 0 || argv[0] == "" {
+		return usagef("give the command to run for each job after --, e.g. `queue work --queue %s -- ./handle-job.sh`", c.String("queue"))
+	}
+	switch c.String("log-format") {
+	case "", "console", "json":
+	default:
+		return usagef("--log-format %q: want console or json", c.String("log-format"))
+	}
+	if c.Int("concurrency") < 1 || c.Int("concurrency") > app.MaxClaim {
+		return usagef("--concurrency %d: want 1 to %d", c.Int("concurrency"), app.MaxClaim)
+	}
+	for _, d := range []string{"grace", "timeout", "kill-grace", "poll-wait"} {
+		if c.Duration(d) < 0 {
+			return usagef("--%s must not be negative", d)
+		}
+	}
+	if c.Duration("poll-wait") > app.MaxWait {
+		return usagef("--poll-wait is at most %s", app.MaxWait)
+	}
+	env := map[string]string{}
+	for _, kv := range c.StringSlice("env") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return usagef("--env %q: want KEY=VALUE", kv)
+		}
+		env[k] = v
+	}
+	log := newLogger(c.App.ErrWriter, c.String("log-format"), c.String("log-level")).With().Str("component", "worker").Logger()
+	cl := newClient(c)
+	killGrace := c.Duration("kill-grace")
+	if killGrace == 0 {
+		killGrace = app.DefaultKillGrace
+	}
+	p := &app.Pool{
+		Backend:      cl,
+		Queue:        c.String("queue"),
+		Kinds:        c.StringSlice("kind"),
+		Concurrency:  c.Int("concurrency"),
+		Timeout:      c.Duration("timeout"),
+		PollWait:     c.Duration("poll-wait"),
+		WorkerID:     c.String("worker-id"),
+		AbandonAfter: killGrace + 5*time.Second,
+		Handler:      app.CommandHandler(app.CommandConfig{Command: argv, Dir: c.String("dir"), Env: env, KillGrace: killGrace}),
+		Log:          log,
+	}
+	if err := cl.Ready(c.Context); err != nil {
+		var ce *client.Error
+		if errors.As(err, &ce) && ce.Status == http.StatusUnauthorized {
+			return fmt.Errorf("%s refused the token (401): pass the right --token or set QUEUE_TOKEN", c.String("server")) // it does not fix itself
+		}
+		log.Warn().Err(err).Str("server", c.String("server")).
+			Msg("server not reachable yet; retrying with backoff (is `queue serve` running there? set --server or QUEUE_SERVER)")
+	}
+	if err := p.Start(c.Context); err != nil {
+		return usagef("%v", err)
+	}
+	<-c.Context.Done()
+	log.Info().Dur("grace", c.Duration("grace")).Msg("signal received: no more claims; running jobs may finish (signal again to stop them now)")
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
+	stopped := make(chan struct{})
+	go func() {
+		select {
+		case <-again:
+			log.Warn().Msg("second signal: stopping running jobs now and giving them back")
+			p.Interrupt()
+		case <-stopped:
+		}
+	}()
+	p.Stop(c.Duration("grace"))
+	close(stopped)
+	return nil
 }

@@ -2,6 +2,10 @@ package commands
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -9,17 +13,65 @@ import (
 	"github.com/queuehq/queue/app"
 )
 
+// workerPool is one running set of built-in workers.
 type workerPool interface {
 	Stop(grace time.Duration)
 }
 
-// startWorkers starts the built-in command workers of the config.
+// startWorkers starts the built-in command workers of the config: an
+// app.Pool over the Service in this process for each [[workers]] entry.
+// They stop claiming when the Service stops and finish in stopWorkers.
 func startWorkers(ctx context.Context, svc *app.Service, cfg *app.Config, log zerolog.Logger) ([]workerPool, error) {
-	return nil, nil
+	host, _ := os.Hostname()
+	var pools []workerPool
+	for i, w := range cfg.Workers {
+		if _, err := exec.LookPath(w.Command[0]); err != nil {
+			log.Warn().Err(err).Int("worker", i).Str("command", w.Command[0]).
+				Msg("worker command not found (yet): its jobs will fail and retry until it is")
+		}
+		if w.Dir != "" {
+			if st, err := os.Stat(w.Dir); err != nil || !st.IsDir() {
+				stopWorkers(pools, 0, log)
+				return nil, fmt.Errorf("workers[%d].dir %q is not a directory; create it or fix the config", i, w.Dir)
+			}
+		}
+		killGrace := w.KillGrace.D()
+		if killGrace <= 0 {
+			killGrace = app.DefaultKillGrace
+		}
+		p := &app.Pool{
+			Backend:     app.LocalBackend(svc),
+			Queue:       w.Queue,
+			Kinds:       w.Kinds,
+			Concurrency: w.Concurrency,
+			Timeout:     w.Timeout.D(),
+			Handler: app.CommandHandler(app.CommandConfig{
+				Command: w.Command, Dir: w.Dir, Env: w.Env, KillGrace: killGrace,
+			}),
+			AbandonAfter: killGrace + 5*time.Second,
+			WorkerID:     fmt.Sprintf("%s:%d/builtin-%d", host, os.Getpid(), i),
+			Log:          log.With().Str("component", "worker").Int("worker", i).Logger(),
+		}
+		if err := p.Start(ctx); err != nil {
+			stopWorkers(pools, 0, log)
+			return nil, fmt.Errorf("workers[%d]: %w", i, err)
+		}
+		pools = append(pools, p)
+	}
+	return pools, nil
 }
 
+// stopWorkers stops every pool at once: they stop claiming, running jobs
+// get grace to finish, then are cancelled and their leases given back.
 func stopWorkers(pools []workerPool, grace time.Duration, log zerolog.Logger) {
-	for _, p := range pools {
-		p.Stop(grace)
+	if len(pools) == 0 {
+		return
 	}
+	log.Info().Int("pools", len(pools)).Dur("grace", grace).Msg("stopping built-in workers")
+	var wg sync.WaitGroup
+	for _, p := range pools {
+		wg.Add(1)
+		go func() { defer wg.Done(); p.Stop(grace) }()
+	}
+	wg.Wait()
 }

@@ -1,0 +1,270 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+)
+
+// CommandConfig is a command that runs once per job (SPEC section 5).
+type CommandConfig struct {
+	// Command is the program and its arguments, run without a shell (write
+	// ["sh", "-c", "..."] for one).
+	Command []string
+	// Dir is the working directory. If empty, the worker's.
+	Dir string
+	// Env is added to the worker's environment (before the QUEUE_* variables).
+	Env map[string]string
+	// KillGrace is how long the process group has between SIGTERM and
+	// SIGKILL, and how long its output is read after it exits. If zero, 10s.
+	KillGrace time.Duration
+}
+
+// Exit codes and limits of the command contract.
+const (
+	// ExitPermanent (EX_DATAERR) fails the job without retry: it goes to
+	// the dead-letter queue with reason permanent_failure.
+	ExitPermanent = 65
+	// StderrTailBytes is how much of the end of stderr a failure keeps.
+	StderrTailBytes = 4 << 10
+	// DefaultKillGrace is the time between SIGTERM and SIGKILL.
+	DefaultKillGrace = 10 * time.Second
+)
+
+// CommandHandler returns a Handler that runs cfg.Command for each job: the
+// payload on stdin; QUEUE_JOB_ID, QUEUE_JOB_KIND, QUEUE_QUEUE, QUEUE_ATTEMPT
+// and QUEUE_MAX_ATTEMPTS in the environment, added to the worker's and
+// cfg.Env. The command runs in its own process group.
+//
+// Exit 0 completes the job with stdout as its result: the JSON value if
+// stdout is JSON, else a JSON string of it; past 1 MiB the result is
+// {"truncated": true, "output_bytes": n, "output": "<the start>"}. Exit 65
+// is a Permanent failure. Any other exit or a signal is a failure with retry
+// whose error names the exit status or signal and holds the last 4 KiB of
+// stderr. When ctx ends (timeout, cancel, lost lease, shutdown) the process
+// group gets SIGTERM, then SIGKILL after cfg.KillGrace.
+//
+// Memory stays bounded whatever the command prints: the first 1 MiB of
+// stdout and the last 4 KiB of stderr are kept, the rest is read and dropped.
+func CommandHandler(cfg CommandConfig) Handler {
+	grace := cfg.KillGrace
+	if grace <= 0 {
+		grace = DefaultKillGrace
+	}
+	extra := make([]string, 0, len(cfg.Env))
+	for k, v := range cfg.Env {
+		extra = append(extra, k+"="+v)
+	}
+	sort.Strings(extra)
+	return func(ctx context.Context, job *Job) (any, error) {
+		if len(cfg.Command) == 0 || cfg.Command[0] == "" {
+			return nil, Permanent(errors.New("no command configured"))
+		}
+		cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
+		cmd.Dir = cfg.Dir
+		cmd.Env = append(append(os.Environ(), extra...),
+			"QUEUE_JOB_ID="+strconv.FormatInt(job.ID, 10),
+			"QUEUE_JOB_KIND="+job.Kind,
+			"QUEUE_QUEUE="+job.Queue,
+			"QUEUE_ATTEMPT="+strconv.Itoa(job.Attempts),
+			"QUEUE_MAX_ATTEMPTS="+strconv.Itoa(job.MaxAttempts),
+		)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		payload := []byte(job.Payload)
+		if len(payload) == 0 {
+			payload = []byte("null")
+		}
+		cmd.Stdin = bytes.NewReader(payload)
+		stdout := &headBuffer{limit: MaxResultBytes}
+		stderr := &tailBuffer{limit: StderrTailBytes}
+		cmd.Stdout, cmd.Stderr = stdout, stderr
+		cmd.WaitDelay = grace // a detached grandchild holding the pipes cannot hold the job
+		if err := cmd.Start(); err != nil {
+			return nil, fmt.Errorf("start %s: %w", cfg.Command[0], err)
+		}
+		pgid := cmd.Process.Pid
+		waited := make(chan error, 1)
+		go func() { waited <- cmd.Wait() }()
+		var err error
+		select {
+		case err = <-waited:
+		case <-ctx.Done():
+			_ = syscall.Kill(-pgid, syscall.SIGTERM)
+			t := time.NewTimer(grace)
+			select {
+			case err = <-waited:
+			case <-t.C:
+				_ = syscall.Kill(-pgid, syscall.SIGKILL)
+				err = <-waited
+			}
+			t.Stop()
+			_ = syscall.Kill(-pgid, syscall.SIGKILL) // children that outlived the leader
+		}
+		if errors.Is(err, exec.ErrWaitDelay) { // exited 0; output cut after the grace
+			err = nil
+		}
+		if err == nil && ctx.Err() == nil {
+			return commandResult(stdout.head.Bytes(), stdout.total), nil
+		}
+		if err == nil {
+			return nil, fmt.Errorf("exited 0 after its context ended%s", stderr.describe())
+		}
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			return nil, fmt.Errorf("wait for %s: %w%s", cfg.Command[0], err, stderr.describe())
+		}
+		ws, _ := ee.Sys().(syscall.WaitStatus)
+		switch {
+		case ws.Signaled():
+			return nil, fmt.Errorf("killed by signal %s%s", signalName(ws.Signal()), stderr.describe())
+		case ws.ExitStatus() == ExitPermanent && ctx.Err() == nil:
+			return nil, Permanent(fmt.Errorf("exit status %d%s", ExitPermanent, stderr.describe()))
+		}
+		return nil, fmt.Errorf("exit status %d%s", ws.ExitStatus(), stderr.describe())
+	}
+}
+
+// commandResult turns the start of stdout (total bytes in all) into a result.
+func commandResult(head []byte, total int64) json.RawMessage {
+	truncated := total > int64(len(head))
+	if !truncated {
+		out := bytes.TrimSpace(head)
+		if len(out) == 0 {
+			return nil
+		}
+		if json.Valid(out) {
+			return bytes.Clone(out)
+		}
+		if s, n := jsonString(out, MaxResultBytes); n == len(out) {
+			return s
+		}
+	}
+	const room = 64 // for the object around the output
+	s, _ := jsonString(head, MaxResultBytes-room)
+	var b bytes.Buffer
+	b.Grow(len(s) + room)
+	fmt.Fprintf(&b, `{"truncated":true,"output_bytes":%d,"output":`, total)
+	b.Write(s)
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// jsonString encodes b as a JSON string of at most budget bytes and returns
+// it with how many bytes of b it holds. Invalid UTF-8 becomes U+FFFD.
+func jsonString(b []byte, budget int) (json.RawMessage, int) {
+	const hex = "0123456789abcdef"
+	out := make([]byte, 0, min(len(b)+2, budget))
+	out = append(out, '"')
+	i := 0
+	for i < len(b) {
+		r, size := utf8.DecodeRune(b[i:])
+		var enc []byte
+		var tmp [8]byte
+		switch {
+		case r == '"' || r == '\\':
+			enc = append(tmp[:0], '\\', byte(r))
+		case r == '\n':
+			enc = append(tmp[:0], '\\', 'n')
+		case r == '\r':
+			enc = append(tmp[:0], '\\', 'r')
+		case r == '\t':
+			enc = append(tmp[:0], '\\', 't')
+		case r < 0x20:
+			enc = append(tmp[:0], '\\', 'u', '0', '0', hex[r>>4], hex[r&0xf])
+		case r == utf8.RuneError && size == 1:
+			enc = append(tmp[:0], `\ufffd`...)
+		default:
+			enc = b[i : i+size]
+		}
+		if len(out)+len(enc)+1 > budget {
+			break
+		}
+		out = append(out, enc...)
+		i += size
+	}
+	return append(out, '"'), i
+}
+
+// headBuffer keeps the first limit bytes written and counts the rest.
+type headBuffer struct {
+	head  bytes.Buffer
+	limit int
+	total int64
+}
+
+func (h *headBuffer) Write(p []byte) (int, error) {
+	h.total += int64(len(p))
+	if room := h.limit - h.head.Len(); room > 0 {
+		h.head.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+// tailBuffer keeps the last limit bytes written and counts them all.
+type tailBuffer struct {
+	buf   []byte
+	limit int
+	total int64
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.total += int64(len(p))
+	if len(p) >= t.limit {
+		t.buf = append(t.buf[:0], p[len(p)-t.limit:]...)
+		return len(p), nil
+	}
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 2*t.limit {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.limit:]...)
+	}
+	return len(p), nil
+}
+
+// tail returns the last limit bytes, starting at a whole UTF-8 character.
+func (t *tailBuffer) tail() string {
+	b := t.buf
+	if len(b) > t.limit {
+		b = b[len(b)-t.limit:]
+	}
+	for i := 0; i < utf8.UTFMax && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
+		b = b[1:]
+	}
+	return strings.TrimSpace(strings.ToValidUTF8(string(b), "\uFFFD"))
+}
+
+// describe is the stderr part of an error message.
+func (t *tailBuffer) describe() string {
+	s := t.tail()
+	switch {
+	case s == "":
+		return " (stderr empty)"
+	case t.total > int64(t.limit):
+		return fmt.Sprintf("; stderr (last %d of %d bytes): %s", t.limit, t.total, s)
+	}
+	return "; stderr: " + s
+}
+
+// signalName names common signals as kill(1) does.
+func signalName(s syscall.Signal) string {
+	names := map[syscall.Signal]string{
+		syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT",
+		syscall.SIGILL: "SIGILL", syscall.SIGABRT: "SIGABRT", syscall.SIGBUS: "SIGBUS",
+		syscall.SIGFPE: "SIGFPE", syscall.SIGKILL: "SIGKILL", syscall.SIGSEGV: "SIGSEGV",
+		syscall.SIGPIPE: "SIGPIPE", syscall.SIGALRM: "SIGALRM", syscall.SIGTERM: "SIGTERM",
+		syscall.SIGUSR1: "SIGUSR1", syscall.SIGUSR2: "SIGUSR2",
+	}
+	if n, ok := names[s]; ok {
+		return n
+	}
+	return fmt.Sprintf("%d (%s)", int(s), s)
+}

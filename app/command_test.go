@@ -1,0 +1,254 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func testJob(payload string) *Job {
+	return &Job{ID: 42, Queue: "q", Kind: "k.v", Payload: json.RawMessage(payload), Attempts: 2, MaxAttempts: 5, Timeout: Duration(time.Second)}
+}
+
+func runCommand(t *testing.T, ctx context.Context, script string, cfg CommandConfig) (any, error) {
+	t.Helper()
+	cfg.Command = []string{"sh", "-c", script}
+	return CommandHandler(cfg)(ctx, testJob(`{"n":1}`))
+}
+
+func TestCommandResultShapes(t *testing.T) {
+	for _, tc := range []struct {
+		name, script, want string
+	}{
+		{"json", `cat >/dev/null; echo '{"ok":true}'`, `{"ok":true}`},
+		{"number", `echo 12`, `12`},
+		{"text", `printf 'hello "world"\n'`, `"hello \"world\""`},
+		{"empty", `true`, ``},
+		{"stdin", `cat`, `{"n":1}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := runCommand(t, t.Context(), tc.script, CommandConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := res.(json.RawMessage)
+			if string(raw) != tc.want {
+				t.Fatalf("result = %s, want %s", raw, tc.want)
+			}
+		})
+	}
+}
+
+func TestCommandEnvironment(t *testing.T) {
+	res, err := CommandHandler(CommandConfig{
+		Command: []string{"sh", "-c", `printf '%s %s %s %s %s %s %s' "$QUEUE_JOB_ID" "$QUEUE_JOB_KIND" "$QUEUE_QUEUE" "$QUEUE_ATTEMPT" "$QUEUE_MAX_ATTEMPTS" "$EXTRA" "$(pwd)"`},
+		Env:     map[string]string{"EXTRA": "x=1"},
+		Dir:     "/",
+	})(t.Context(), testJob("null"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(res.(json.RawMessage)), `"42 k.v q 2 5 x=1 /"`; got != want {
+		t.Fatalf("environment = %s, want %s", got, want)
+	}
+}
+
+func TestCommandExitStatuses(t *testing.T) {
+	_, err := runCommand(t, t.Context(), `echo bad input >&2; exit 65`, CommandConfig{})
+	var pe *PermanentError
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "exit status 65") || !strings.Contains(err.Error(), "bad input") {
+		t.Fatalf("exit 65: err = %v, want a PermanentError naming the status and stderr", err)
+	}
+	_, err = runCommand(t, t.Context(), `echo boom >&2; exit 1`, CommandConfig{})
+	if err == nil || errors.As(err, &pe) || !strings.Contains(err.Error(), "exit status 1; stderr: boom") {
+		t.Fatalf("exit 1: err = %v, want a retryable error with the stderr tail", err)
+	}
+	_, err = runCommand(t, t.Context(), `kill -USR1 $$`, CommandConfig{})
+	if err == nil || !strings.Contains(err.Error(), "killed by signal SIGUSR1") {
+		t.Fatalf("signal: err = %v, want it to name SIGUSR1", err)
+	}
+	_, err = CommandHandler(CommandConfig{Command: []string{"/nonexistent/cmd"}})(t.Context(), testJob("null"))
+	if err == nil || !strings.Contains(err.Error(), "start /nonexistent/cmd") {
+		t.Fatalf("missing command: err = %v", err)
+	}
+}
+
+func TestCommandStderrTail(t *testing.T) {
+	_, err := runCommand(t, t.Context(), `head -c 100000 /dev/zero | tr '\0' a >&2; echo END >&2; exit 3`, CommandConfig{})
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "exit status 3") || !strings.HasSuffix(msg, "aaaEND") || !strings.Contains(msg, "last 4096 of 100004 bytes") {
+		t.Fatalf("error = %.200q...%q, want the status and the last 4 KiB of stderr", msg, msg[max(0, len(msg)-40):])
+	}
+	if len(msg) > StderrTailBytes+200 {
+		t.Fatalf("error is %d bytes; want about 4 KiB", len(msg))
+	}
+}
+
+// alive reports whether pid runs (a zombie waiting for its reaper does not).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || (s[i+2] != 'Z' && s[i+2] != 'X')
+}
+
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile(path); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				return pid
+			}
+		}
+	}
+	t.Fatalf("no pid in %s", path)
+	return 0
+}
+
+func waitDead(t *testing.T, pid int, within time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if !alive(pid) {
+			return
+		}
+	}
+	t.Fatalf("process %d still runs %s later", pid, within)
+}
+
+func TestCommandCancelKillsProcessGroup(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "child")
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := runCommand(t, ctx, `sleep 30 & echo $! > `+pidFile+`; wait`, CommandConfig{KillGrace: 5 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "SIGTERM") {
+		t.Fatalf("err = %v, want killed by SIGTERM", err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("the handler returned %v after its context ended", took)
+	}
+	waitDead(t, readPID(t, pidFile), 2*time.Second)
+}
+
+func TestCommandKillGraceEndsInSIGKILL(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "child")
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := runCommand(t, ctx, `trap '' TERM; sh -c 'trap "" TERM; echo $$ > `+pidFile+`; while :; do sleep 0.05; done' & wait; wait`, CommandConfig{KillGrace: 300 * time.Millisecond})
+	took := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), "SIGKILL") {
+		t.Fatalf("err = %v, want killed by SIGKILL", err)
+	}
+	if took < 450*time.Millisecond || took > 3*time.Second {
+		t.Fatalf("took %v; want the 200ms timeout plus the 300ms kill grace", took)
+	}
+	waitDead(t, readPID(t, pidFile), 2*time.Second)
+}
+
+func TestCommandResultTruncated(t *testing.T) {
+	res, err := runCommand(t, t.Context(), `head -c 3000000 /dev/zero | tr '\0' x`, CommandConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := res.(json.RawMessage)
+	if len(raw) > MaxResultBytes {
+		t.Fatalf("result is %d bytes, over the 1 MiB limit", len(raw))
+	}
+	var got struct {
+		Truncated   bool   `json:"truncated"`
+		OutputBytes int64  `json:"output_bytes"`
+		Output      string `json:"output"`
+	}
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatalf("result is not JSON: %v", err)
+	}
+	if !got.Truncated || got.OutputBytes != 3000000 || len(got.Output) < MaxResultBytes-100 || strings.Trim(got.Output, "x") != "" {
+		t.Fatalf("truncated=%v output_bytes=%d len(output)=%d", got.Truncated, got.OutputBytes, len(got.Output))
+	}
+}
+
+func TestJSONStringBudget(t *testing.T) {
+	in := []byte("a\"\\\n\x01\xffé")
+	s, n := jsonString(in, 1000)
+	var back string
+	if err := json.Unmarshal(s, &back); err != nil || n != len(in) || back != "a\"\\\n\x01\uFFFDé" {
+		t.Fatalf("jsonString = %s (%d), back %q, %v", s, n, back, err)
+	}
+	for budget := 2; budget < 30; budget++ {
+		s, _ := jsonString(in, budget)
+		if len(s) > budget || !json.Valid(s) {
+			t.Fatalf("budget %d: %s (%d bytes)", budget, s, len(s))
+		}
+	}
+}
+
+// A command printing 100 MiB (to stdout, then to stderr) must not grow the
+// worker's heap by more than a few MiB: the first 1 MiB of stdout and the
+// last 4 KiB of stderr are kept, the rest is read and dropped.
+func TestCommandOutputBoundedMemory(t *testing.T) {
+	for _, stream := range []string{"stdout", "stderr"} {
+		t.Run(stream, func(t *testing.T) {
+			redirect := ""
+			if stream == "stderr" {
+				redirect = " >&2; exit 1"
+			}
+			runtime.GC()
+			var before runtime.MemStats
+			runtime.ReadMemStats(&before)
+			var peak uint64
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var ms runtime.MemStats
+				for {
+					runtime.ReadMemStats(&ms)
+					peak = max(peak, ms.HeapAlloc)
+					select {
+					case <-stop:
+						return
+					case <-time.After(5 * time.Millisecond):
+					}
+				}
+			}()
+			res, err := runCommand(t, t.Context(), `head -c 104857600 /dev/zero`+redirect, CommandConfig{})
+			close(stop)
+			wg.Wait()
+			var after runtime.MemStats
+			runtime.ReadMemStats(&after)
+			growth := int64(peak) - int64(before.HeapAlloc)
+			allocated := after.TotalAlloc - before.TotalAlloc
+			t.Logf("100 MiB on %s: peak heap growth %.1f MiB, allocated in total %.1f MiB", stream, float64(growth)/(1<<20), float64(allocated)/(1<<20))
+			if stream == "stdout" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if raw := res.(json.RawMessage); len(raw) > MaxResultBytes || !strings.Contains(string(raw), `"output_bytes":104857600`) {
+					t.Fatalf("result: %d bytes, %.100s", len(raw), raw)
+				}
+			} else if err == nil || !strings.Contains(err.Error(), "of 104857600 bytes") {
+				t.Fatalf("err = %.200v", err)
+			}
+			if growth > 50<<20 || allocated > 50<<20 {
+				t.Fatalf("heap grew %d MiB (allocated %d MiB) for 100 MiB of output; want under 50 MiB", growth>>20, allocated>>20)
+			}
+		})
+	}
+}

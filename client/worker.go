@@ -1,0 +1,212 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/queuehq/queue/app"
+)
+
+// A Client is a Backend for a Worker: it claims and reports over the HTTP API.
+var _ app.Backend = (*Client)(nil)
+
+// Job is a job as the server shows it and as a handler gets it.
+type Job = app.Job
+
+// SubmitInput is one job to submit (see Client.Submit).
+type SubmitInput = app.SubmitInput
+
+// Backend is where a Worker gets jobs: a *Client over HTTP, or Local(svc)
+// in the same process as the server.
+type Backend = app.Backend
+
+// Local returns a Backend that calls svc directly, for a Worker embedded in
+// the process that runs the queue (tests, or a Go program serving the API
+// itself). It behaves as the HTTP API does, without the network.
+func Local(svc *app.Service) Backend { return app.LocalBackend(svc) }
+
+// Permanent wraps err so the job is not retried: the worker fails it with
+// retry=false and it moves to the dead-letter queue with reason
+// permanent_failure. Permanent(nil) is nil.
+func Permanent(err error) error { return app.Permanent(err) }
+
+// PermanentError is the error Permanent returns; test for it with errors.As.
+type PermanentError = app.PermanentError
+
+// HandlerFunc runs one job and returns its result (any value encoding/json
+// can marshal; a json.RawMessage is sent as is; 1 MiB of JSON at most) or an
+// error. Return an error wrapped in Permanent to skip the retries. ctx ends
+// when the job's timeout passes, an operator cancels the job, its lease is
+// lost, or the worker's grace period on shutdown is over: return soon after.
+// A panic is a failure like any other error. Jobs run at least once, so a
+// handler must be safe to run again (see Once).
+type HandlerFunc func(ctx context.Context, job *Job) (result any, err error)
+
+// Worker runs registered handlers for the jobs of one queue, each kind with
+// its own concurrency. It long-polls, heartbeats, batches acknowledgements,
+// and stops gracefully: see app.Pool, which it runs once per kind.
+type Worker struct {
+	backend  Backend
+	queue    string
+	log      zerolog.Logger
+	workerID string
+	grace    time.Duration
+	pollWait time.Duration
+
+	mu      sync.Mutex
+	regs    []registration
+	err     error
+	pools   []*app.Pool
+	started bool
+}
+
+type registration struct {
+	kind        string
+	fn          HandlerFunc
+	concurrency int
+	timeout     time.Duration
+}
+
+// WorkerOption configures NewWorker.
+type WorkerOption func(*Worker)
+
+// WithLogger sends the worker's logs to log. By default they are dropped.
+func WithLogger(log zerolog.Logger) WorkerOption { return func(w *Worker) { w.log = log } }
+
+// WithWorkerID names the worker in the jobs it holds. By default host:pid.
+func WithWorkerID(id string) WorkerOption { return func(w *Worker) { w.workerID = id } }
+
+// WithGrace is how long Run lets running jobs finish once its ctx ends; by
+// default 30s.
+func WithGrace(d time.Duration) WorkerOption { return func(w *Worker) { w.grace = d } }
+
+// WithPollWait is how long one claim waits for work (a long poll that
+// answers at once when a job lands); by default 30s, at most 60s.
+func WithPollWait(d time.Duration) WorkerOption { return func(w *Worker) { w.pollWait = d } }
+
+// NewWorker returns a Worker for queue (if empty, "default") that gets its
+// jobs from b: a *Client, or Local(svc). Register handlers with Handle,
+// then call Run or Start.
+func NewWorker(b Backend, queue string, opts ...WorkerOption) *Worker {
+	if queue == "" {
+		queue = app.DefaultQueue
+	}
+	w := &Worker{backend: b, queue: queue, log: zerolog.Nop(), grace: app.DefaultGrace}
+	for _, o := range opts {
+		o(w)
+	}
+	return w
+}
+
+// HandleOption configures one registered handler.
+type HandleOption func(*registration)
+
+// Concurrency is how many jobs of the kind run at once; by default 1.
+func Concurrency(n int) HandleOption { return func(r *registration) { r.concurrency = n } }
+
+// Timeout ends a run's context after d instead of the job's own timeout.
+func Timeout(d time.Duration) HandleOption { return func(r *registration) { r.timeout = d } }
+
+// Handle registers fn for jobs of kind. A kind registered twice, an invalid
+// kind or a registration after Start makes Start (or Run) return an error.
+func (w *Worker) Handle(kind string, fn HandlerFunc, opts ...HandleOption) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	r := registration{kind: kind, fn: fn, concurrency: 1}
+	for _, o := range opts {
+		o(&r)
+	}
+	switch {
+	case w.started:
+		w.err = errors.Join(w.err, fmt.Errorf("worker: Handle(%q) after Start", kind))
+	case fn == nil:
+		w.err = errors.Join(w.err, fmt.Errorf("worker: Handle(%q) with a nil handler", kind))
+	case app.ValidateKind(kind) != nil:
+		w.err = errors.Join(w.err, fmt.Errorf("worker: Handle: kind %w", app.ValidateKind(kind)))
+	case r.concurrency < 1 || r.concurrency > app.MaxClaim:
+		w.err = errors.Join(w.err, fmt.Errorf("worker: Handle(%q): concurrency %d is not between 1 and %d", kind, r.concurrency, app.MaxClaim))
+	}
+	for _, o := range w.regs {
+		if o.kind == kind {
+			w.err = errors.Join(w.err, fmt.Errorf("worker: kind %q registered twice", kind))
+		}
+	}
+	w.regs = append(w.regs, r)
+}
+
+// Start starts claiming for every registered kind. ctx only carries values
+// (handlers' contexts derive from it); the worker runs until Stop.
+func (w *Worker) Start(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.err != nil:
+		return w.err
+	case w.started:
+		return errors.New("worker: already started")
+	case w.backend == nil:
+		return errors.New("worker: no backend (give NewWorker a *Client or Local(svc))")
+	case len(w.regs) == 0:
+		return errors.New("worker: no handlers; register one with Handle")
+	}
+	w.started = true
+	ob, _ := w.backend.(onceBackend)
+	for _, r := range w.regs {
+		fn := r.fn
+		p := &app.Pool{
+			Backend: w.backend, Queue: w.queue, Kinds: []string{r.kind}, Concurrency: r.concurrency,
+			Timeout: r.timeout, PollWait: w.pollWait, Log: w.log.With().Str("kind", r.kind).Logger(),
+			Handler: func(ctx context.Context, job *app.Job) (any, error) {
+				if ob != nil {
+					ctx = context.WithValue(ctx, onceCtxKey{}, ob)
+				}
+				return fn(ctx, job)
+			},
+		}
+		if w.workerID != "" {
+			p.WorkerID = w.workerID + "/" + r.kind
+		}
+		if err := p.Start(ctx); err != nil {
+			stopAll(w.pools, 0)
+			w.pools = nil
+			return err
+		}
+		w.pools = append(w.pools, p)
+	}
+	return nil
+}
+
+// Stop stops claiming, lets running jobs finish within grace, then cancels
+// the rest and gives their leases back so they run again at once elsewhere
+// without counting the attempt. It returns when every job is reported.
+func (w *Worker) Stop(grace time.Duration) {
+	w.mu.Lock()
+	pools := w.pools
+	w.mu.Unlock()
+	stopAll(pools, grace)
+}
+
+// Run starts the worker, works until ctx ends, then stops it with the
+// grace period (WithGrace; 30s by default).
+func (w *Worker) Run(ctx context.Context) error {
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	w.Stop(w.grace)
+	return nil
+}
+
+func stopAll(pools []*app.Pool, grace time.Duration) {
+	var wg sync.WaitGroup
+	for _, p := range pools {
+		wg.Add(1)
+		go func() { defer wg.Done(); p.Stop(grace) }()
+	}
+	wg.Wait()
+}
