@@ -30,8 +30,9 @@ bench: ## Benchmarks: the store's, then the side-by-side comparison with River a
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./sqlite/
 	@if [ -f bench/go.mod ]; then cd bench && $(GO) run . ; fi
 
-soak: build ## Minutes of producers, workers, kill -9 and replays; exits non-zero on any lost job (not in CI)
-	@if [ -f soak/main.go ]; then $(GO) run ./soak --bin ./queue $(SOAK_ARGS); else echo "no soak program"; exit 1; fi
+SOAK_DURATION ?= 10m
+soak: build ## Minutes of producers, workers, kill -9, cancels and replays; exits non-zero on any lost job (not in CI)
+	$(GO) run ./soak --bin ./queue --duration $(SOAK_DURATION) $(SOAK_ARGS)
 
 package: build ## A .deb in dist/ (binary, systemd unit, config) built with nfpm
 	mkdir -p dist
