@@ -115,6 +115,7 @@ func (s *Store) Purge(ctx context.Context, f app.DeadFilter, audit *app.AuditEnt
 			}
 			ids = append(ids, id)
 			w.event(app.EventDLQPurged, id, queue, kind, nil)
+			w.moved(queue, app.StatusDeadLetter, "", 1)
 		}
 		if err := rows.Err(); err != nil {
 			return err

@@ -84,6 +84,7 @@ func (w *wtx) insertJob(nj *app.NewJob) (*app.Job, error) {
 		return nil, err
 	}
 	w.event(app.EventSubmitted, id, nj.Queue, nj.Kind, nil)
+	w.moved(nj.Queue, "", app.StatusQueued, 1)
 	w.wake = append(w.wake, nj.Queue)
 	// Times go through the store's millisecond precision, as a read would give them.
 	job := &app.Job{
@@ -267,6 +268,7 @@ func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, er
 		sort.Slice(out, func(a, b int) bool { return claimOrder(out[a], out[b]) })
 		for _, j := range out {
 			w.event(app.EventStarted, j.ID, j.Queue, j.Kind, app.StartedData(j))
+			w.moved(j.Queue, app.StatusQueued, app.StatusProcessing, 1)
 		}
 		if req.Rate > 0 {
 			left += float64(n - len(out)) // give back what was not used
@@ -364,6 +366,7 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 				return err
 			}
 			w.event(app.EventSucceeded, it.ID, queue, kind, app.FinishedData(fromNullMS(started), w.now))
+			w.moved(queue, app.StatusProcessing, app.StatusDone, 1)
 			w.count(queue, 1, 0)
 			w.wake = append(w.wake, queue) // a concurrency slot is free
 		}
@@ -425,6 +428,7 @@ func (w *wtx) failAttempt(j *app.Job, msg string, retry, leaseExpired bool, retr
 			return nil, err
 		}
 		w.event(app.EventCancelled, j.ID, j.Queue, j.Kind, nil)
+		w.moved(j.Queue, app.StatusProcessing, app.StatusCancelled, 1)
 		w.wake = append(w.wake, j.Queue)
 		return &app.FailResult{Outcome: d.Outcome, Job: nj}, nil
 	}
@@ -436,6 +440,7 @@ func (w *wtx) failAttempt(j *app.Job, msg string, retry, leaseExpired bool, retr
 	}
 	data, _ := json.Marshal(map[string]any{"attempt": j.Attempts, "run_at": app.FormatTime(d.RunAt), "error": app.TruncateString(msg, 1024)})
 	w.event(app.EventRetryScheduled, j.ID, j.Queue, j.Kind, data)
+	w.moved(j.Queue, app.StatusProcessing, app.StatusQueued, 1)
 	w.count(j.Queue, 0, 1)
 	w.wake = append(w.wake, j.Queue)
 	return &app.FailResult{Outcome: d.Outcome, Job: nj}, nil
@@ -464,6 +469,7 @@ func (w *wtx) moveToDead(j *app.Job, reason string) (*app.DeadJob, error) {
 	}
 	data, _ := json.Marshal(map[string]any{"reason": reason, "attempts": j.Attempts})
 	w.event(app.EventDeadLettered, j.ID, j.Queue, j.Kind, data)
+	w.moved(j.Queue, j.Status, app.StatusDeadLetter, 1)
 	// Read back what was stored, so the caller sees exactly the row.
 	d.MovedAt = fromMS(ms(d.MovedAt))
 	return d, nil
@@ -490,6 +496,7 @@ func (s *Store) Snooze(ctx context.Context, id, lease int64, delay time.Duration
 		}
 		data, _ := json.Marshal(map[string]any{"run_at": app.FormatTime(runAt)})
 		w.event(app.EventSnoozed, id, j.Queue, j.Kind, data)
+		w.moved(j.Queue, app.StatusProcessing, app.StatusQueued, 1)
 		w.wake = append(w.wake, j.Queue)
 		return nil
 	})
@@ -511,6 +518,7 @@ func (w *wtx) finishCancel(j *app.Job) (*app.Job, error) {
 		return nil, err
 	}
 	w.event(app.EventCancelled, j.ID, j.Queue, j.Kind, nil)
+	w.moved(j.Queue, j.Status, app.StatusCancelled, 1)
 	w.wake = append(w.wake, j.Queue)
 	return nj, nil
 }

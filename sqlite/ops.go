@@ -69,9 +69,100 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// Stats implements app.Store. Every count walks a partial index of its own
-// status, in one read transaction, so the numbers agree with each other.
+// Stats implements app.Store. The counts per status come from the counters
+// the writer keeps; only what depends on the clock is read from the
+// database: the scheduled jobs of each queue (an index range over queued
+// rows with a later run_at), its oldest run_at (the first entry of that
+// index) and the last minute's throughput.
 func (s *Store) Stats(ctx context.Context) ([]app.QueueStats, error) {
+	if s.counts == nil {
+		return s.countStats(ctx) // read-only (doctor): count the rows
+	}
+	now := s.clock.Now()
+	byQueue := map[string]*app.QueueStats{}
+	get := func(q string) *app.QueueStats {
+		st := byQueue[q]
+		if st == nil {
+			st = &app.QueueStats{Queue: q}
+			byQueue[q] = st
+		}
+		return st
+	}
+	queued := map[string]int64{}
+	s.countsMu.Lock()
+	for k, n := range s.counts {
+		st := get(k.queue)
+		switch k.status {
+		case app.StatusQueued:
+			queued[k.queue] = n
+		case app.StatusProcessing:
+			st.Processing = n
+		case app.StatusDone:
+			st.Done = n
+		case app.StatusCancelled:
+			st.Cancelled = n
+		case app.StatusDeadLetter:
+			st.DeadLetter = n
+		}
+	}
+	s.countsMu.Unlock()
+	tx, err := s.rdb.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("stats: %w", mapErr(err))
+	}
+	defer tx.Rollback()
+	oldest := map[string]time.Time{}
+	for q, n := range queued {
+		var sched int64
+		var first sql.NullInt64
+		if err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM jobs WHERE queue = ? AND status = 'queued' AND run_at > ?),
+				(SELECT min(run_at) FROM jobs WHERE queue = ? AND status = 'queued')`, q, ms(now), q).Scan(&sched, &first); err != nil {
+			return nil, fmt.Errorf("stats: %w", mapErr(err))
+		}
+		st := get(q)
+		st.Scheduled, st.Queued = sched, max(0, n-sched)
+		if first.Valid && first.Int64 <= ms(now) {
+			oldest[q] = fromMS(first.Int64)
+		}
+	}
+	if err := s.lastMinute(ctx, tx, now, get); err != nil {
+		return nil, err
+	}
+	names, err := tx.QueryContext(ctx, `SELECT name FROM queues`)
+	if err != nil {
+		return nil, fmt.Errorf("stats: %w", mapErr(err))
+	}
+	for names.Next() {
+		var name string
+		if names.Scan(&name) == nil {
+			get(name)
+		}
+	}
+	names.Close()
+	return app.FinishStats(byQueue, oldest, now), nil
+}
+
+func (s *Store) lastMinute(ctx context.Context, tx *sql.Tx, now time.Time, get func(string) *app.QueueStats) error {
+	rows, err := tx.QueryContext(ctx, `SELECT queue, sum(completed), sum(failed) FROM throughput WHERE second > ? GROUP BY queue`, now.Unix()-60)
+	if err != nil {
+		return fmt.Errorf("stats: %w", mapErr(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var q string
+		var c, f int64
+		if err := rows.Scan(&q, &c, &f); err != nil {
+			return fmt.Errorf("stats: %w", err)
+		}
+		st := get(q)
+		st.CompletedLastMinute, st.FailedLastMinute = c, f
+	}
+	return mapErr(rows.Err())
+}
+
+// countStats counts every row: the Stats of a read-only store (doctor),
+// and the truth the counters are checked against in tests.
+func (s *Store) countStats(ctx context.Context) ([]app.QueueStats, error) {
 	now := s.clock.Now()
 	tx, err := s.rdb.BeginTx(ctx, nil)
 	if err != nil {
@@ -88,57 +179,46 @@ func (s *Store) Stats(ctx context.Context) ([]app.QueueStats, error) {
 		return st
 	}
 	oldest := map[string]time.Time{}
-	for _, q := range []struct {
-		sql  string
-		args []any
-		add  func(st *app.QueueStats, n int64)
-	}{
-		{`SELECT queue, count(*), min(run_at) FROM jobs WHERE status = 'queued' AND run_at <= ? GROUP BY queue`, []any{ms(now)}, nil},
-		{`SELECT queue, count(*), 0 FROM jobs WHERE status = 'queued' AND run_at > ? GROUP BY queue`, []any{ms(now)}, func(st *app.QueueStats, n int64) { st.Scheduled = n }},
-		{`SELECT queue, count(*), 0 FROM jobs WHERE status = 'processing' GROUP BY queue`, nil, func(st *app.QueueStats, n int64) { st.Processing = n }},
-		{`SELECT queue, count(*), 0 FROM jobs WHERE status IN ('done', 'cancelled') AND status = 'done' GROUP BY queue`, nil, func(st *app.QueueStats, n int64) { st.Done = n }},
-		{`SELECT queue, count(*), 0 FROM jobs WHERE status IN ('done', 'cancelled') AND status = 'cancelled' GROUP BY queue`, nil, func(st *app.QueueStats, n int64) { st.Cancelled = n }},
-		{`SELECT queue, count(*), 0 FROM dead_letter_jobs GROUP BY queue`, nil, func(st *app.QueueStats, n int64) { st.DeadLetter = n }},
-		{`SELECT queue, sum(completed), sum(failed) FROM throughput WHERE second > ? GROUP BY queue`, []any{now.Unix() - 60}, nil},
-	} {
-		rows, err := tx.QueryContext(ctx, q.sql, q.args...)
-		if err != nil {
-			return nil, fmt.Errorf("stats: %w", mapErr(err))
-		}
-		for rows.Next() {
-			var name string
-			var n, extra sql.NullInt64
-			if err := rows.Scan(&name, &n, &extra); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("stats: %w", err)
-			}
-			st := get(name)
-			switch {
-			case q.add != nil:
-				q.add(st, n.Int64)
-			case strings.Contains(q.sql, "throughput"):
-				st.CompletedLastMinute, st.FailedLastMinute = n.Int64, extra.Int64
-			default:
-				st.Queued = n.Int64
-				oldest[name] = fromMS(extra.Int64)
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("stats: %w", mapErr(err))
-		}
-	}
-	qs, err := tx.QueryContext(ctx, `SELECT name FROM queues`)
+	rows, err := tx.QueryContext(ctx, `SELECT queue, status, count(*), min(run_at), sum(status = 'queued' AND run_at > ?) FROM jobs GROUP BY queue, status
+		UNION ALL SELECT queue, 'dead_letter', count(*), 0, 0 FROM dead_letter_jobs GROUP BY queue`, ms(now))
 	if err != nil {
 		return nil, fmt.Errorf("stats: %w", mapErr(err))
 	}
-	for qs.Next() {
-		var name string
-		if err := qs.Scan(&name); err == nil {
-			get(name)
+	for rows.Next() {
+		var q, status string
+		var n, first, sched int64
+		if err := rows.Scan(&q, &status, &n, &first, &sched); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("stats: %w", err)
+		}
+		st := get(q)
+		switch app.Status(status) {
+		case app.StatusQueued:
+			st.Scheduled, st.Queued = sched, n-sched
+		case app.StatusProcessing:
+			st.Processing = n
+		case app.StatusDone:
+			st.Done = n
+		case app.StatusCancelled:
+			st.Cancelled = n
+		case app.StatusDeadLetter:
+			st.DeadLetter = n
 		}
 	}
-	qs.Close()
+	rows.Close()
+	// The oldest claimable job: the first queued run_at per queue, if it is due.
+	for q, st := range byQueue {
+		if st.Queued == 0 {
+			continue
+		}
+		var first sql.NullInt64
+		if err := tx.QueryRowContext(ctx, `SELECT min(run_at) FROM jobs WHERE queue = ? AND status = 'queued'`, q).Scan(&first); err == nil && first.Valid {
+			oldest[q] = fromMS(first.Int64)
+		}
+	}
+	if err := s.lastMinute(ctx, tx, now, get); err != nil {
+		return nil, err
+	}
 	return app.FinishStats(byQueue, oldest, now), nil
 }
 
@@ -225,6 +305,7 @@ func (s *Store) ExpireTTL(ctx context.Context, limit int) (int, error) {
 				return err
 			}
 			w.event(app.EventExpired, id, queue, kind, nil)
+			w.moved(queue, app.StatusQueued, app.StatusCancelled, 1)
 			n++
 		}
 		return rows.Err()
@@ -257,10 +338,10 @@ func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, e
 	switch req.What {
 	case app.OldFinished:
 		args = append(args, before)
-		q = `DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE status IN ('done', 'cancelled') AND finished_at < ?` + queueCond("queue") + ` LIMIT ?)`
+		q = `DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE status IN ('done', 'cancelled') AND finished_at < ?` + queueCond("queue") + ` LIMIT ?) RETURNING queue, status`
 	case app.OldDead:
 		args = append(args, before)
-		q = `DELETE FROM dead_letter_jobs WHERE id IN (SELECT id FROM dead_letter_jobs WHERE moved_to_dead_letter_at < ?` + queueCond("queue") + ` LIMIT ?)`
+		q = `DELETE FROM dead_letter_jobs WHERE id IN (SELECT id FROM dead_letter_jobs WHERE moved_to_dead_letter_at < ?` + queueCond("queue") + ` LIMIT ?) RETURNING queue, 'dead_letter'`
 	case app.OldEvents:
 		args = append(args, before)
 		q = `DELETE FROM events WHERE id IN (SELECT id FROM events WHERE at < ? LIMIT ?)`
@@ -283,12 +364,29 @@ func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, e
 	args = append(args, min(max(req.Limit, 1), app.BulkBatch))
 	var n int64
 	err := s.write(ctx, func(w *wtx) error {
-		res, err := w.exec(q, args...)
+		n = 0
+		if req.What != app.OldFinished && req.What != app.OldDead {
+			res, err := w.exec(q, args...)
+			if err != nil {
+				return err
+			}
+			n, err = res.RowsAffected()
+			return err
+		}
+		rows, err := w.query(q, args...) // deleted jobs leave the counters too
 		if err != nil {
 			return err
 		}
-		n, err = res.RowsAffected()
-		return err
+		defer rows.Close()
+		for rows.Next() {
+			var queue, status string
+			if err := rows.Scan(&queue, &status); err != nil {
+				return err
+			}
+			w.moved(queue, app.Status(status), "", 1)
+			n++
+		}
+		return rows.Err()
 	})
 	if err != nil {
 		return 0, fmt.Errorf("delete old %s: %w", req.What, mapErr(err))

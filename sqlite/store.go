@@ -72,6 +72,12 @@ type Store struct {
 	// while set, Ping proves readiness with a real write.
 	failing atomic.Bool
 
+	// counts holds the jobs of each queue per status (and dead-letter rows),
+	// loaded at Open and kept exact by the writer after every commit, so
+	// Stats never counts a million rows. nil for a read-only store.
+	countsMu sync.Mutex
+	counts   map[statusKey]int64
+
 	// Owned by the writer goroutine.
 	stmts  map[string]*sql.Stmt
 	queues map[string]bool // queues known to have a row in queues
@@ -154,6 +160,13 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	rdb.SetMaxIdleConns(max(4, 2*runtime.NumCPU()))
 	rdb.SetConnMaxIdleTime(time.Minute)
 	s.rdb = rdb
+	if err := s.loadCounts(ctx); err != nil {
+		s.wconn.Close()
+		s.wdb.Close()
+		rdb.Close()
+		s.releaseLock()
+		return nil, err
+	}
 	go s.writer()
 	return s, nil
 }
@@ -225,6 +238,43 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// loadCounts counts the jobs per queue and status once, at Open; from then
+// on the writer keeps the counts (applyDeltas). It runs before the writer
+// starts, so no write slips between the count and the first delta.
+func (s *Store) loadCounts(ctx context.Context) error {
+	s.counts = map[statusKey]int64{}
+	rows, err := s.wconn.QueryContext(ctx, `SELECT queue, status, count(*) FROM jobs GROUP BY queue, status
+		UNION ALL SELECT queue, 'dead_letter', count(*) FROM dead_letter_jobs GROUP BY queue`)
+	if err != nil {
+		return fmt.Errorf("count jobs in %s: %w", s.path, mapErr(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var q, st string
+		var n int64
+		if err := rows.Scan(&q, &st, &n); err != nil {
+			return fmt.Errorf("count jobs in %s: %w", s.path, err)
+		}
+		s.counts[statusKey{q, app.Status(st)}] = n
+	}
+	return mapErr(rows.Err())
+}
+
+// applyDeltas adds what a committed batch changed to the counts.
+func (s *Store) applyDeltas(d map[statusKey]int64) {
+	if len(d) == 0 {
+		return
+	}
+	s.countsMu.Lock()
+	defer s.countsMu.Unlock()
+	for k, v := range d {
+		s.counts[k] += v
+		if s.counts[k] == 0 {
+			delete(s.counts, k)
+		}
+	}
 }
 
 // SchemaVersion returns the name of the last migration applied.

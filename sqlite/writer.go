@@ -29,6 +29,14 @@ type wtx struct {
 	wake   []string
 	counts map[countKey]*countVal
 	queues []string
+	deltas map[statusKey]int64
+}
+
+// statusKey counts jobs of a queue in a status; "dead_letter" counts the
+// rows of the dead-letter table.
+type statusKey struct {
+	queue  string
+	status app.Status
 }
 
 type countKey struct {
@@ -139,6 +147,7 @@ func (s *Store) run(batch []*request) {
 	var events []app.Event
 	var wake, queues []string
 	counts := map[countKey]*countVal{}
+	deltas := map[statusKey]int64{}
 	for i, r := range batch {
 		if err := r.ctx.Err(); err != nil {
 			errs[i] = err
@@ -180,6 +189,9 @@ func (s *Store) run(batch []*request) {
 		events = append(events, w.events...)
 		wake = append(wake, w.wake...)
 		queues = append(queues, w.queues...)
+		for k, v := range w.deltas {
+			deltas[k] += v
+		}
 		for k, v := range w.counts {
 			c := counts[k]
 			if c == nil {
@@ -202,6 +214,7 @@ func (s *Store) run(batch []*request) {
 	for _, q := range queues {
 		s.queues[q] = true
 	}
+	s.applyDeltas(deltas)
 	s.bus.Publish(events...)
 	s.notify.Notify(wake...)
 	for i, r := range batch {
@@ -348,6 +361,20 @@ func (w *wtx) ensureQueue(queue string) error {
 	}
 	w.queues = append(w.queues, queue)
 	return nil
+}
+
+// moved records that n jobs of queue went from one status to another
+// ("" from: inserted; "" to: deleted), for the counters Stats reads.
+func (w *wtx) moved(queue string, from, to app.Status, n int64) {
+	if w.deltas == nil {
+		w.deltas = map[statusKey]int64{}
+	}
+	if from != "" {
+		w.deltas[statusKey{queue, from}] -= n
+	}
+	if to != "" {
+		w.deltas[statusKey{queue, to}] += n
+	}
 }
 
 func (w *wtx) fault(point app.FaultPoint, jobID int64) error {
