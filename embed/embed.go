@@ -12,6 +12,28 @@ import (
 //go:embed migrations
 var migrations embed.FS
 
+//go:embed templates
+var templates embed.FS
+
+//go:embed static
+var static embed.FS
+
+// Templates holds the web UI's html/template files (layout.html and one
+// file per page), rooted at the templates folder.
+var Templates fs.FS = mustSub(templates, "templates")
+
+// Static holds the web UI's CSS, script and icons, served under /static/,
+// rooted at the static folder.
+var Static fs.FS = mustSub(static, "static")
+
+func mustSub(fsys fs.FS, dir string) fs.FS {
+	sub, err := fs.Sub(fsys, dir)
+	if err != nil {
+		panic(err) // the folder is embedded, so present
+	}
+	return sub
+}
+
 // Migration is one numbered schema change, applied once in name order.
 type Migration struct {
 	Name string // e.g. "0001_jobs.sql", recorded in schema_migrations

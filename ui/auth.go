@@ -46,8 +46,8 @@ func (h *handler) auth(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Set(actorKey, name)
 			return next(c)
 		}
-		if !isAPI(c) && h.pages != nil && c.Request().Method == http.MethodGet {
-			return c.Redirect(http.StatusSeeOther, "/login?next="+urlQueryEscape(c.Request().URL.RequestURI()))
+		if m := c.Request().Method; !isAPI(c) && h.pages != nil && (m == http.MethodGet || m == http.MethodHead) {
+			return h.pages.loginRequired(c)
 		}
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="queue"`)
 		return newError(http.StatusUnauthorized, "unauthorized", "this server needs a token: send Authorization: Bearer <token>")

@@ -1,0 +1,259 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/queuehq/queue/app"
+)
+
+// dashboardView is the data of dashboard.html.
+type dashboardView struct {
+	base
+	Total  app.QueueStats
+	Queues []queueRow
+	Chart  chart
+	// ChartQueue is the queue the chart shows (empty: all); ChartQueues the choices.
+	ChartQueue  string
+	ChartQueues []string
+}
+
+// queueRow is one queue with its counts and state.
+type queueRow struct {
+	app.QueueStats
+	Paused   bool
+	PausedAt *time.Time
+	Config   app.QueueConfig
+}
+
+// dashboard is GET /: counts per queue and the last hour's throughput.
+// Its three reads run at once; the counts (Store.Stats) are the costly one.
+func (p *pages) dashboard(c echo.Context) error {
+	ctx := c.Request().Context()
+	now := p.h.opts.Now()
+	var (
+		wg               sync.WaitGroup
+		stats            *app.Stats
+		queues           []app.QueueInfo
+		counts           []app.MinuteCount
+		errS, errQ, errT error
+	)
+	wg.Add(3)
+	go func() { defer wg.Done(); stats, errS = p.svc.Stats(ctx) }()
+	go func() { defer wg.Done(); queues, errQ = p.svc.Queues(ctx) }()
+	go func() {
+		defer wg.Done()
+		counts, errT = p.svc.Store.Throughput(ctx, now.UTC().Truncate(time.Minute).Add(-(chartMinutes-1)*time.Minute))
+	}()
+	wg.Wait()
+	if err := errors.Join(errS, errQ, errT); err != nil {
+		return err
+	}
+	v := dashboardView{base: p.base(c, "Dashboard", "dashboard"), Total: stats.Total,
+		Queues: mergeQueues(stats.Queues, queues), ChartQueue: c.QueryParam("queue")}
+	v.Refresh = 5
+	for _, q := range v.Queues {
+		v.ChartQueues = append(v.ChartQueues, q.Queue)
+	}
+	if v.ChartQueue != "" {
+		mine := counts[:0:0]
+		for _, m := range counts {
+			if m.Queue == v.ChartQueue {
+				mine = append(mine, m)
+			}
+		}
+		counts = mine
+	}
+	v.Chart = buildChart(counts, now)
+	return p.render(c, http.StatusOK, "dashboard", v)
+}
+
+// mergeQueues joins the counts of Stats with the state and config of
+// Queues: every queue either knows appears once, in name order.
+func mergeQueues(stats []app.QueueStats, infos []app.QueueInfo) []queueRow {
+	byName := map[string]int{}
+	var out []queueRow
+	for _, st := range stats {
+		byName[st.Queue] = len(out)
+		out = append(out, queueRow{QueueStats: st})
+	}
+	for _, q := range infos {
+		i, ok := byName[q.Name]
+		if !ok {
+			i = len(out)
+			byName[q.Name] = i
+			out = append(out, queueRow{QueueStats: app.QueueStats{Queue: q.Name}})
+		}
+		out[i].Paused, out[i].PausedAt, out[i].Config = q.Paused, q.PausedAt, q.Config
+	}
+	for i := 1; i < len(out); i++ { // both inputs are sorted; keep the union sorted
+		for j := i; j > 0 && out[j].Queue < out[j-1].Queue; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+// jobsView is the data of jobs.html.
+type jobsView struct {
+	base
+	Filter     app.ListInput
+	Order      string
+	QueueNames []string
+	Statuses   []string
+	Jobs       []*app.Job
+	Error      string
+	NextURL    string
+	FirstURL   string
+	SortURL    string
+}
+
+var jobStatuses = []string{"queued", "scheduled", "processing", "done", "cancelled", "dead_letter"}
+
+// jobs is GET /jobs: the filtered, keyset-paginated job list.
+func (p *pages) jobs(c echo.Context) error {
+	ctx := c.Request().Context()
+	v := jobsView{base: p.base(c, "Jobs", "jobs"), Statuses: jobStatuses}
+	in, err := listInput(c)
+	v.Filter = in
+	v.Order = "desc"
+	if in.Asc {
+		v.Order = "asc"
+	}
+	status := http.StatusOK
+	if err == nil {
+		var page *app.JobPage
+		if page, err = p.svc.List(ctx, in); err == nil {
+			v.Jobs = page.Jobs
+			if page.NextCursor != "" {
+				v.NextURL = p.jobsURL(in, v.Order, page.NextCursor)
+			}
+		}
+	}
+	if err != nil {
+		ae, known := toAPIError(err)
+		if !known || ae.Status >= 500 {
+			return err
+		}
+		v.Error, status = ae.Message, ae.Status
+		v.Jobs = nil
+	}
+	if in.Cursor != "" {
+		v.FirstURL = p.jobsURL(in, v.Order, "")
+	}
+	flip := "asc"
+	if in.Asc {
+		flip = "desc"
+	}
+	v.SortURL = p.jobsURL(in, flip, "")
+	if v.QueueNames, err = p.queueNames(ctx, in.Queue); err != nil {
+		return err
+	}
+	return p.render(c, status, "jobs", v)
+}
+
+func (p *pages) jobsURL(in app.ListInput, order, cursor string) string {
+	if order == "desc" {
+		order = ""
+	}
+	limit := ""
+	if in.Limit != 0 {
+		limit = strconv.Itoa(in.Limit)
+	}
+	return link("/jobs", "queue", in.Queue, "kind", in.Kind, "status", in.Status, "tag", in.Tag,
+		"order", order, "limit", limit, "cursor", cursor)
+}
+
+// queueNames lists the known queues for a filter's choices, with current
+// (the filter's value) among them even if no queue has that name yet.
+func (p *pages) queueNames(ctx context.Context, current string) ([]string, error) {
+	qs, err := p.svc.Queues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	found := current == ""
+	for _, q := range qs {
+		names = append(names, q.Name)
+		found = found || q.Name == current
+	}
+	if !found && app.ValidateQueue(current) == nil {
+		names = append(names, current)
+	}
+	return names, nil
+}
+
+// jobView is the data of job.html, for a job and for a dead-letter row.
+type jobView struct {
+	base
+	Job       *app.Job
+	Status    string
+	Payload   jsonBlock
+	Result    jsonBlock
+	Errors    []attemptView
+	Dead      *app.DeadLetterInfo
+	LastError jsonBlock
+	CanCancel bool
+	From      string // "jobs" or "dlq": where the replay form returns to
+}
+
+type attemptView struct {
+	app.AttemptError
+	Text jsonBlock
+}
+
+// job is GET /jobs/{id}: every field, payload, result, errors, events and
+// the actions the job's state allows.
+func (p *pages) job(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	job, err := p.svc.Get(c.Request().Context(), id, 0, true)
+	if err != nil {
+		return err
+	}
+	return p.renderJob(c, job, "jobs")
+}
+
+func (p *pages) renderJob(c echo.Context, job *app.Job, from string) error {
+	title := "Job " + strconv.FormatInt(job.ID, 10)
+	if job.DeadLetter != nil && from == "dlq" {
+		title = "Dead letter " + strconv.FormatInt(job.ID, 10)
+	}
+	v := jobView{base: p.base(c, title, from), Job: job, Status: jobStatus(job, p.h.opts.Now()),
+		Payload: jsonBlockOf(job.Payload), Result: jsonBlockOf(job.Result), Dead: job.DeadLetter, From: from,
+		CanCancel: job.Status == app.StatusQueued || (job.Status == app.StatusProcessing && !job.CancelRequested)}
+	for _, e := range job.Errors {
+		v.Errors = append(v.Errors, attemptView{AttemptError: e, Text: textBlock(e.Error)})
+	}
+	if v.Dead != nil {
+		v.LastError = textBlock(v.Dead.LastError)
+	}
+	return p.render(c, http.StatusOK, "job", v)
+}
+
+// cancel is POST /jobs/{id}/cancel: an operator's cancel, audited as the
+// logged-in actor. A processing job gets a cancel request its worker sees.
+func (p *pages) cancel(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	back := "/jobs/" + strconv.FormatInt(id, 10)
+	job, err := p.svc.Cancel(c.Request().Context(), id, nil, actor(c))
+	if err != nil {
+		return p.actionErr(c, err, back)
+	}
+	text := "Job #" + strconv.FormatInt(id, 10) + " cancelled."
+	if job.Status == app.StatusProcessing {
+		text = "Cancel requested: the worker running job #" + strconv.FormatInt(id, 10) + " is told at its next heartbeat."
+	}
+	return p.done(c, back, flash{Text: text})
+}

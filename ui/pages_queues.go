@@ -1,0 +1,96 @@
+package ui
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/queuehq/queue/app"
+)
+
+// queuesView is the data of queues.html.
+type queuesView struct {
+	base
+	Queues   []queueRow
+	Periodic []app.PeriodicStatus
+	// HasScheduler is false when the server runs no scheduler (tests, embedding).
+	HasScheduler bool
+}
+
+// queues is GET /queues: each queue's state, counts and config, with
+// pause/resume and drain, and the periodic jobs' last and next fire.
+func (p *pages) queues(c echo.Context) error {
+	ctx := c.Request().Context()
+	var (
+		wg         sync.WaitGroup
+		stats      *app.Stats
+		infos      []app.QueueInfo
+		periodic   []app.PeriodicStatus
+		errS, errQ error
+		errP       error
+	)
+	wg.Add(2)
+	go func() { defer wg.Done(); stats, errS = p.svc.Stats(ctx) }()
+	go func() { defer wg.Done(); infos, errQ = p.svc.Queues(ctx) }()
+	if p.h.opts.Scheduler != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); periodic, errP = p.h.opts.Scheduler.Status(ctx) }()
+	}
+	wg.Wait()
+	if err := errors.Join(errS, errQ, errP); err != nil {
+		return err
+	}
+	v := queuesView{base: p.base(c, "Queues", "queues"), Queues: mergeQueues(stats.Queues, infos),
+		Periodic: periodic, HasScheduler: p.h.opts.Scheduler != nil}
+	v.Refresh = 10
+	return p.render(c, http.StatusOK, "queues", v)
+}
+
+func (p *pages) pause(c echo.Context) error  { return p.setPaused(c, true) }
+func (p *pages) resume(c echo.Context) error { return p.setPaused(c, false) }
+
+// setPaused is POST /queues/pause and /queues/resume (field queue).
+func (p *pages) setPaused(c echo.Context, paused bool) error {
+	q := c.FormValue("queue")
+	if err := p.svc.SetPaused(c.Request().Context(), q, paused, actor(c)); err != nil {
+		return p.actionErr(c, err, "/queues")
+	}
+	text := fmt.Sprintf("Queue %s resumed: workers claim its jobs again.", q)
+	if paused {
+		text = fmt.Sprintf("Queue %s paused: no claims until it is resumed; submissions still land.", q)
+	}
+	return p.done(c, "/queues", flash{Text: text})
+}
+
+// drainConfirm is GET /queues/drain?queue=: how many queued jobs a drain
+// would cancel, and the button that does it.
+func (p *pages) drainConfirm(c echo.Context) error {
+	q := c.QueryParam("queue")
+	res, err := p.svc.Drain(c.Request().Context(), q, true, actor(c))
+	if err != nil {
+		return p.actionErr(c, err, "/queues")
+	}
+	if res.Count == 0 {
+		return p.done(c, "/queues", flash{Kind: "error", Text: fmt.Sprintf("Queue %s has no queued jobs to drain.", q)})
+	}
+	v := confirmView{base: p.base(c, "Confirm drain", "queues"), Action: "/queues/drain", Back: "/queues",
+		Count: res.Count, Jobs: res.Jobs, More: res.Count - len(res.Jobs), Danger: true,
+		Heading: fmt.Sprintf("Drain queue %s: cancel %s?", q, plural(res.Count, "queued job", "queued jobs")),
+		Text:    "Every queued job of the queue is cancelled (reason “drained”); running jobs finish. This cannot be undone.",
+		Button:  "Cancel " + plural(res.Count, "job", "jobs"),
+		Fields:  []formField{{"queue", q}}}
+	return p.render(c, http.StatusOK, "confirm", v)
+}
+
+// drain is POST /queues/drain (field queue).
+func (p *pages) drain(c echo.Context) error {
+	q := c.FormValue("queue")
+	res, err := p.svc.Drain(c.Request().Context(), q, false, actor(c))
+	if err != nil {
+		return p.actionErr(c, err, "/queues")
+	}
+	return p.done(c, "/queues", flash{Text: fmt.Sprintf("Queue %s drained: %s cancelled.", q, plural(res.Count, "queued job", "queued jobs"))})
+}
