@@ -60,21 +60,24 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// syncBuffer is a log buffer a test may read while the process writes it.
+// It holds the buffer in a field, not embedded, so os/exec cannot reach the
+// buffer's unlocked ReadFrom.
 type syncBuffer struct {
-	mu sync.Mutex
-	bytes.Buffer
+	mu  sync.Mutex
+	buf bytes.Buffer
 }
 
 func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.Buffer.Write(p)
+	return b.buf.Write(p)
 }
 
 func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.Buffer.String()
+	return b.buf.String()
 }
 
 // start runs `queue serve` in dir on addr (free one if empty) and waits for /readyz.

@@ -1,0 +1,187 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/queuehq/queue/app"
+)
+
+// ListDead implements app.Store.
+func (s *Store) ListDead(ctx context.Context, f app.DeadFilter) ([]*app.DeadJob, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	w := deadWhere(f)
+	out, err := scanDeads(s.pool.Query(ctx, `SELECT `+deadCols+` FROM dead_letter_jobs`+w.String()+order(f.Asc)+limit(f.Limit, 50), w.args...))
+	if err != nil {
+		return nil, fmt.Errorf("list dead-letter queue: %w", mapErr(err))
+	}
+	return out, nil
+}
+
+// CountDead implements app.Store.
+func (s *Store) CountDead(ctx context.Context, f app.DeadFilter) (int, error) {
+	if err := s.enter(); err != nil {
+		return 0, err
+	}
+	defer s.leave()
+	f.AfterID = 0
+	w := deadWhere(f)
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM dead_letter_jobs`+w.String(), w.args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count dead-letter queue: %w", mapErr(err))
+	}
+	return n, nil
+}
+
+// selectDead reads and locks the dead-letter rows of f, in id order.
+func (w *wtx) selectDead(f app.DeadFilter) ([]*app.DeadJob, error) {
+	f.Asc = true
+	wh := deadWhere(f)
+	return scanDeads(w.query(`SELECT `+deadCols+` FROM dead_letter_jobs`+wh.String()+order(true)+limit(f.Limit, app.BulkBatch)+` FOR UPDATE`, wh.args...))
+}
+
+// Replay implements app.Store.
+func (s *Store) Replay(ctx context.Context, req app.ReplayRequest) ([]*app.Job, error) {
+	var out []*app.Job
+	err := s.write(ctx, func(w *wtx) error {
+		out = nil
+		rows, err := w.selectDead(req.Filter)
+		if err != nil {
+			return err
+		}
+		if len(rows) == 0 && len(req.Filter.IDs) == 1 {
+			return fmt.Errorf("dead-letter row %d: %w", req.Filter.IDs[0], app.ErrNotFound)
+		}
+		start := req.RunAt
+		if start.IsZero() || start.Before(w.now) {
+			start = w.now
+		}
+		p := &pipe{}
+		for i, d := range rows {
+			nj := app.ReplayJob(d, start.Add(req.Spacing*time.Duration(i)))
+			job := w.insertJob(p, &nj)
+			p.exec(`UPDATE dead_letter_jobs SET resurrection_count = resurrection_count + 1,
+				last_resurrection_at = $1 WHERE id = $2`, w.now, d.ID)
+			out = append(out, job)
+		}
+		if err := w.run(p); err != nil {
+			return err
+		}
+		for i, d := range rows {
+			data, _ := json.Marshal(map[string]any{"dead_letter_id": d.ID, "job_id": out[i].ID})
+			w.event(app.EventDLQReplayed, d.ID, d.Queue, d.Kind, data)
+		}
+		return w.audit(req.Audit, len(out))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", mapErr(err))
+	}
+	return out, nil
+}
+
+// Purge implements app.Store.
+func (s *Store) Purge(ctx context.Context, f app.DeadFilter, audit *app.AuditEntry) ([]int64, error) {
+	var ids []int64
+	err := s.write(ctx, func(w *wtx) error {
+		ids = nil
+		f.Asc = true
+		wh := deadWhere(f)
+		rows, err := w.query(`DELETE FROM dead_letter_jobs WHERE id = ANY(ARRAY(SELECT id FROM dead_letter_jobs`+wh.String()+
+			order(true)+limit(f.Limit, app.BulkBatch)+`)) RETURNING id, queue, kind`, wh.args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		type purged struct {
+			id          int64
+			queue, kind string
+		}
+		var gone []purged
+		for rows.Next() {
+			var p purged
+			if err := rows.Scan(&p.id, &p.queue, &p.kind); err != nil {
+				return err
+			}
+			gone = append(gone, p)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows.Close()
+		// RETURNING gives no order: events and ids go in id order, as listed.
+		sortBy(gone, func(p purged) int64 { return p.id })
+		for _, p := range gone {
+			ids = append(ids, p.id)
+			w.event(app.EventDLQPurged, p.id, p.queue, p.kind, nil)
+		}
+		if len(ids) == 0 && len(f.IDs) == 1 {
+			return fmt.Errorf("dead-letter row %d: %w", f.IDs[0], app.ErrNotFound)
+		}
+		return w.audit(audit, len(ids))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("purge: %w", mapErr(err))
+	}
+	return ids, nil
+}
+
+// selectJobs reads and locks the jobs of f, in id order.
+func (w *wtx) selectJobs(f app.JobFilter) ([]*app.Job, error) {
+	f.Asc = true
+	wh := jobWhere(f, w.now)
+	return scanJobs(w.query(`SELECT `+jobCols+` FROM jobs`+wh.String()+order(true)+limit(f.Limit, app.BulkBatch)+` FOR UPDATE`, wh.args...))
+}
+
+// MoveToDead implements app.Store.
+func (s *Store) MoveToDead(ctx context.Context, f app.JobFilter, audit *app.AuditEntry) ([]int64, error) {
+	var ids []int64
+	err := s.write(ctx, func(w *wtx) error {
+		ids = nil
+		f.Status, f.StatusIn = "", []app.Status{app.StatusQueued}
+		jobs, err := w.selectJobs(f)
+		if err != nil {
+			return err
+		}
+		for _, j := range jobs {
+			if _, err := w.moveToDead(j, app.ReasonAdminMove); err != nil {
+				return err
+			}
+			ids = append(ids, j.ID)
+		}
+		return w.audit(audit, len(ids))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("move to dead-letter queue: %w", mapErr(err))
+	}
+	return ids, nil
+}
+
+// Drain implements app.Store.
+func (s *Store) Drain(ctx context.Context, f app.JobFilter, audit *app.AuditEntry) ([]int64, error) {
+	var ids []int64
+	err := s.write(ctx, func(w *wtx) error {
+		ids = nil
+		f.Status, f.StatusIn = "", []app.Status{app.StatusQueued}
+		jobs, err := w.selectJobs(f)
+		if err != nil {
+			return err
+		}
+		for _, j := range jobs {
+			j.CancelReason = app.CancelDrained
+			if _, err := w.finishCancel(j); err != nil {
+				return err
+			}
+			ids = append(ids, j.ID)
+		}
+		return w.audit(audit, len(ids))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("drain: %w", mapErr(err))
+	}
+	return ids, nil
+}

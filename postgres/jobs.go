@@ -1,0 +1,678 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/queuehq/queue/app"
+)
+
+// Submit implements app.Store. Inserts travel in pipelines (one round trip
+// for many jobs); a job with an idempotency key is looked up first.
+func (s *Store) Submit(ctx context.Context, req app.SubmitRequest) ([]app.Submitted, error) {
+	var out []app.Submitted
+	err := s.write(ctx, func(w *wtx) error {
+		out = make([]app.Submitted, len(req.Jobs))
+		// Admission limits are counted under the queue's lock, taken in name
+		// order so two batches never wait on each other in a circle.
+		var limited []string
+		for q, max := range req.MaxQueued {
+			if max > 0 {
+				limited = append(limited, q)
+			}
+		}
+		sort.Strings(limited)
+		inBatch := map[string]bool{}
+		for _, nj := range req.Jobs {
+			inBatch[nj.Queue] = true
+		}
+		for _, q := range limited {
+			if inBatch[q] {
+				if err := w.lock("admit", q); err != nil {
+					return err
+				}
+			}
+		}
+		queued := map[string]int{} // queue -> queued jobs, counted once if it has a limit
+		p := &pipe{}
+		for i := range req.Jobs {
+			nj := &req.Jobs[i]
+			if nj.IdempotencyKey != "" {
+				if err := w.run(p); err != nil { // a key may repeat inside the batch
+					return err
+				}
+				old, err := w.byKey(nj.Queue, nj.IdempotencyKey)
+				if err != nil {
+					return err
+				}
+				if old != nil {
+					if !app.SameSubmission(old.Kind, old.Payload, nj) {
+						return fmt.Errorf("%w: key %q in queue %q belongs to job %d", app.ErrIdempotencyConflict, nj.IdempotencyKey, nj.Queue, old.ID)
+					}
+					out[i] = app.Submitted{Job: old, Existing: true}
+					continue
+				}
+			}
+			if max := req.MaxQueued[nj.Queue]; max > 0 {
+				n, ok := queued[nj.Queue]
+				if !ok {
+					if err := w.run(p); err != nil {
+						return err
+					}
+					if err := w.queryRow(`SELECT count(*) FROM (SELECT 1 FROM jobs WHERE queue = $1 AND status = 'queued' LIMIT $2) q`,
+						nj.Queue, max+1).Scan(&n); err != nil {
+						return err
+					}
+				}
+				if n+1 > max {
+					return fmt.Errorf("%w: queue %q holds %d queued jobs (max_queued %d)", app.ErrQueueFull, nj.Queue, n, max)
+				}
+				queued[nj.Queue] = n + 1
+			}
+			out[i] = app.Submitted{Job: w.insertJob(p, nj)}
+		}
+		return w.run(p)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("submit: %w", mapErr(err))
+	}
+	return out, nil
+}
+
+// insertJob queues the insert of nj into p and returns the job as a read
+// would give it; its ID is set when p runs.
+func (w *wtx) insertJob(p *pipe, nj *app.NewJob) *app.Job {
+	w.ensureQueue(p, nj.Queue)
+	now := w.now
+	runAt := ms(nj.RunAt)
+	if nj.RunAt.IsZero() {
+		runAt = now
+	}
+	payload := nj.Payload
+	if len(payload) == 0 {
+		payload = json.RawMessage("null")
+	}
+	job := &app.Job{
+		Queue: nj.Queue, Kind: nj.Kind, Payload: payload, Status: app.StatusQueued,
+		Priority: nj.Priority, RunAt: runAt, MaxAttempts: nj.MaxAttempts,
+		Timeout:   app.Duration(time.Duration(nj.Timeout.Milliseconds()) * time.Millisecond),
+		ExpiresAt: msPtr(nj.ExpiresAt), Tags: nj.Tags, IdempotencyKey: nj.IdempotencyKey,
+		ReplayedFrom: nj.ReplayedFrom, CreatedAt: now, UpdatedAt: now,
+	}
+	p.queryRow(func(row pgx.Row) error {
+		if err := row.Scan(&job.ID); err != nil {
+			return err
+		}
+		w.event(app.EventSubmitted, job.ID, job.Queue, job.Kind, nil)
+		w.wake = append(w.wake, job.Queue)
+		return nil
+	}, `INSERT INTO jobs (queue, kind, payload, priority, run_at, max_attempts, timeout_ms,
+			expires_at, tags, idempotency_key, replayed_from, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12) RETURNING id`,
+		nj.Queue, nj.Kind, string(payload), nj.Priority, runAt, nj.MaxAttempts, nj.Timeout.Milliseconds(),
+		job.ExpiresAt, tags(nj.Tags), nullString(nj.IdempotencyKey), nj.ReplayedFrom, now)
+	return job
+}
+
+// byKey finds the job (or dead-letter row, shown as a job) holding an idempotency key.
+func (w *wtx) byKey(queue, key string) (*app.Job, error) {
+	job, err := scanJob(w.queryRow(`SELECT `+jobCols+` FROM jobs WHERE queue = $1 AND idempotency_key = $2`, queue, key))
+	if err == nil {
+		return job, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return nil, err
+	}
+	dead, err := scanDead(w.queryRow(`SELECT `+deadCols+` FROM dead_letter_jobs WHERE queue = $1 AND idempotency_key = $2`, queue, key))
+	if err == nil {
+		return dead.AsJob(), nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	return nil, err
+}
+
+// read runs fn in a read-only REPEATABLE READ transaction: every query of
+// fn sees one snapshot, so a dead-letter move is seen entirely or not at all.
+func (s *Store) read(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return mapErr(err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if err := fn(tx); err != nil {
+		return mapConnErr(err, tx)
+	}
+	return nil
+}
+
+// Lookup implements app.Store: both reads share one snapshot.
+func (s *Store) Lookup(ctx context.Context, id int64) (*app.Job, *app.DeadJob, error) {
+	var job *app.Job
+	var dead *app.DeadJob
+	err := s.read(ctx, func(tx pgx.Tx) error {
+		var b pgx.Batch
+		b.Queue(`SELECT `+jobCols+` FROM jobs WHERE id = $1`, id)
+		b.Queue(`SELECT `+deadCols+` FROM dead_letter_jobs WHERE id = $1`, id)
+		br := tx.SendBatch(ctx, &b)
+		defer br.Close()
+		var err error
+		if job, err = scanJob(br.QueryRow()); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		if dead, err = scanDead(br.QueryRow()); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		return br.Close()
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("look up job %d: %w", id, mapErr(err))
+	}
+	if job == nil && dead == nil {
+		return nil, nil, fmt.Errorf("job %d: %w", id, app.ErrNotFound)
+	}
+	return job, dead, nil
+}
+
+// List implements app.Store.
+func (s *Store) List(ctx context.Context, f app.JobFilter) ([]*app.Job, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	w := jobWhere(f, s.now())
+	out, err := scanJobs(s.pool.Query(ctx, `SELECT `+jobCols+` FROM jobs`+w.String()+order(f.Asc)+limit(f.Limit, 50), w.args...))
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", mapErr(err))
+	}
+	return out, nil
+}
+
+// CountJobs implements app.Store.
+func (s *Store) CountJobs(ctx context.Context, f app.JobFilter) (int, error) {
+	if err := s.enter(); err != nil {
+		return 0, err
+	}
+	defer s.leave()
+	f.AfterID = 0
+	w := jobWhere(f, s.now())
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM jobs`+w.String(), w.args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count jobs: %w", mapErr(err))
+	}
+	return n, nil
+}
+
+// JobEvents implements app.Store.
+func (s *Store) JobEvents(ctx context.Context, id int64) ([]app.Event, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	rows, err := s.pool.Query(ctx, `SELECT id, job_id, queue, kind, type, at, data::text FROM events WHERE job_id = $1 ORDER BY id LIMIT 10000`, id)
+	if err != nil {
+		return nil, fmt.Errorf("events of job %d: %w", id, mapErr(err))
+	}
+	defer rows.Close()
+	var out []app.Event
+	for rows.Next() {
+		var e app.Event
+		var jobID *int64
+		var data *string
+		if err := rows.Scan(&e.ID, &jobID, &e.Queue, &e.Kind, &e.Type, &e.At, &data); err != nil {
+			return nil, fmt.Errorf("events of job %d: %w", id, mapErr(err))
+		}
+		if jobID != nil {
+			e.JobID = *jobID
+		}
+		e.At = e.At.UTC()
+		if data != nil {
+			e.Data = json.RawMessage(*data)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("events of job %d: %w", id, mapErr(err))
+	}
+	return out, nil
+}
+
+// Claim implements app.Store: one statement takes the first claimable jobs
+// in claim order through jobs_claim, skipping rows other claimers hold (FOR
+// UPDATE SKIP LOCKED), so claimers on every node proceed side by side. With
+// a concurrency or rate limit the queue's advisory lock serializes the
+// check, so the limit holds across nodes; without one nothing is serialized.
+func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, error) {
+	var out []*app.Job
+	err := s.write(ctx, func(w *wtx) error {
+		out = nil
+		n := max(req.Limit, 1)
+		limited := req.Concurrency > 0 || req.Rate > 0
+		var tokens *float64
+		var rateAt *time.Time
+		if limited {
+			if err := w.lock("claim", req.Queue); err != nil {
+				return err
+			}
+			var paused bool
+			err := w.queryRow(`SELECT paused, rate_tokens, rate_at FROM queues WHERE name = $1`, req.Queue).Scan(&paused, &tokens, &rateAt)
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			if paused {
+				return nil
+			}
+		}
+		if req.Concurrency > 0 {
+			var busy int
+			if err := w.queryRow(`SELECT count(*) FROM jobs WHERE status = 'processing' AND queue = $1`, req.Queue).Scan(&busy); err != nil {
+				return err
+			}
+			n = min(n, req.Concurrency-busy)
+		}
+		var left float64
+		if req.Rate > 0 && n > 0 {
+			var then time.Time
+			if rateAt != nil {
+				then = *rateAt
+			}
+			var have float64
+			if tokens != nil {
+				have = *tokens
+			}
+			n, left = app.RateTake(have, then, w.now, req.Rate, req.Burst, n)
+		}
+		if n <= 0 {
+			return nil
+		}
+		a := args{}
+		now := a.add(w.now) + "::timestamptz"
+		leaseExp := now + ` + j.timeout_ms * interval '1 millisecond'`
+		if req.Timeout > 0 {
+			leaseExp = now + ` + ` + a.add(req.Timeout.Milliseconds()) + `::bigint * interval '1 millisecond'`
+		}
+		worker := a.add(nullString(clean(req.WorkerID)))
+		queue := a.add(req.Queue)
+		cond := ""
+		if !limited { // with a limit the paused flag was read under the lock
+			cond += ` AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ` + queue + ` AND paused)`
+		}
+		if len(req.Kinds) > 0 {
+			cond += ` AND kind = ANY(` + a.add(req.Kinds) + `)`
+		}
+		lim := a.add(n)
+		jobs, err := scanJobs(w.query(claimSQL(now, leaseExp, worker, queue, cond, lim), a...))
+		if err != nil {
+			return err
+		}
+		sort.Slice(jobs, func(x, y int) bool { return claimOrder(jobs[x], jobs[y]) })
+		out = jobs
+		for _, j := range out {
+			w.event(app.EventStarted, j.ID, j.Queue, j.Kind, app.StartedData(j))
+		}
+		if req.Rate > 0 {
+			left += float64(n - len(out)) // give back what was not used
+			if _, err := w.exec(`INSERT INTO queues (name, rate_tokens, rate_at) VALUES ($1, $2, $3)
+				ON CONFLICT (name) DO UPDATE SET rate_tokens = excluded.rate_tokens, rate_at = excluded.rate_at`,
+				req.Queue, left, w.now); err != nil {
+				return err
+			}
+			w.queues = append(w.queues, req.Queue)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim from %s: %w", req.Queue, mapErr(err))
+	}
+	return out, nil
+}
+
+// claimSQL is the claim statement: the first n claimable rows of a queue in
+// claim order, locked (skipping rows other transactions hold), moved to
+// processing with a new lease.
+func claimSQL(now, leaseExp, worker, queue, cond, n string) string {
+	return `WITH picked AS (
+			SELECT id FROM jobs
+			WHERE queue = ` + queue + ` AND status = 'queued' AND run_at <= ` + now + `
+				AND (expires_at IS NULL OR expires_at > ` + now + `)` + cond + `
+			ORDER BY priority, run_at, id
+			LIMIT ` + n + `
+			FOR UPDATE SKIP LOCKED)
+		UPDATE jobs j SET status = 'processing', attempts = j.attempts + 1, lease = j.lease + 1,
+			lease_expires_at = ` + leaseExp + `, worker_id = ` + worker + `, started_at = ` + now + `, updated_at = ` + now + `
+		FROM picked WHERE j.id = picked.id
+		RETURNING ` + qualified("j", jobCols)
+}
+
+func claimOrder(a, b *app.Job) bool {
+	if a.Priority != b.Priority {
+		return a.Priority < b.Priority
+	}
+	if !a.RunAt.Equal(b.RunAt) {
+		return a.RunAt.Before(b.RunAt)
+	}
+	return a.ID < b.ID
+}
+
+// fenceErr explains why a fenced update of job id matched no row:
+// ErrLeaseLost if the job exists (in either table), else ErrNotFound.
+func (w *wtx) fenceErr(id int64) error {
+	var one int
+	err := w.queryRow(`SELECT 1 FROM jobs WHERE id = $1 UNION ALL SELECT 1 FROM dead_letter_jobs WHERE id = $1 LIMIT 1`, id).Scan(&one)
+	switch {
+	case err == nil:
+		return fmt.Errorf("job %d: %w", id, app.ErrLeaseLost)
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("job %d: %w", id, app.ErrNotFound)
+	}
+	return err
+}
+
+// Heartbeat implements app.Store.
+func (s *Store) Heartbeat(ctx context.Context, id, lease int64, extend time.Duration) (*app.Job, error) {
+	var job *app.Job
+	err := s.write(ctx, func(w *wtx) error {
+		job = nil
+		a := args{}
+		now := a.add(w.now) + "::timestamptz"
+		exp := now + ` + timeout_ms * interval '1 millisecond'`
+		if extend > 0 {
+			exp = now + ` + ` + a.add(extend.Milliseconds()) + `::bigint * interval '1 millisecond'`
+		}
+		q := `UPDATE jobs SET lease_expires_at = ` + exp + `, updated_at = ` + now + `
+			WHERE id = ` + a.add(id) + ` AND lease = ` + a.add(lease) + ` AND status = 'processing' RETURNING ` + jobCols
+		j, err := scanJob(w.queryRow(q, a...)) // a is complete only once q is built
+		if errors.Is(err, pgx.ErrNoRows) {
+			return w.fenceErr(id)
+		}
+		job = j
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat: %w", mapErr(err))
+	}
+	return job, nil
+}
+
+// Complete implements app.Store: the fenced updates of all items travel in
+// one pipeline; items whose update matched no row are explained after.
+func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, error) {
+	errs := make([]error, len(items))
+	err := s.write(ctx, func(w *wtx) error {
+		p := &pipe{}
+		missed := make([]bool, len(items))
+		for i, it := range items {
+			errs[i] = nil
+			p.queryRow(func(row pgx.Row) error {
+				var queue, kind string
+				var started *time.Time
+				err := row.Scan(&queue, &kind, &started)
+				if errors.Is(err, pgx.ErrNoRows) {
+					missed[i] = true
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				w.event(app.EventSucceeded, it.ID, queue, kind, app.FinishedData(utcPtr(started), w.now))
+				w.count(queue, 1, 0)
+				w.wake = append(w.wake, queue) // a concurrency slot is free
+				return nil
+			}, `UPDATE jobs SET status = 'done', result = $1, finished_at = $2, updated_at = $2, lease_expires_at = NULL
+				WHERE id = $3 AND lease = $4 AND status = 'processing' RETURNING queue, kind, started_at`,
+				rawOrNull(it.Result), w.now, it.ID, it.Lease)
+		}
+		if err := w.run(p); err != nil {
+			return err
+		}
+		for i, it := range items {
+			if !missed[i] {
+				continue
+			}
+			if errs[i] = w.fenceErr(it.ID); !errors.Is(errs[i], app.ErrLeaseLost) && !errors.Is(errs[i], app.ErrNotFound) {
+				return errs[i]
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("complete: %w", mapErr(err))
+	}
+	return errs, nil
+}
+
+// processing reads and locks job id if it is processing under lease, else
+// explains. The lock makes a racing call wait, then see the job's new state.
+func (w *wtx) processing(id, lease int64) (*app.Job, error) {
+	j, err := scanJob(w.queryRow(`SELECT `+jobCols+` FROM jobs WHERE id = $1 AND lease = $2 AND status = 'processing' FOR UPDATE`, id, lease))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, w.fenceErr(id)
+	}
+	return j, err
+}
+
+// Fail implements app.Store.
+func (s *Store) Fail(ctx context.Context, req app.FailRequest) (*app.FailResult, error) {
+	var res *app.FailResult
+	err := s.write(ctx, func(w *wtx) error {
+		res = nil
+		j, err := w.processing(req.ID, req.Lease)
+		if err != nil {
+			return err
+		}
+		res, err = w.failAttempt(j, req.Error, req.Retry, false, req.RetryIn, req.Backoff)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fail job %d: %w", req.ID, mapErr(err))
+	}
+	return res, nil
+}
+
+// failAttempt records the failure of j's current attempt and applies app.DecideFail.
+func (w *wtx) failAttempt(j *app.Job, msg string, retry, leaseExpired bool, retryIn time.Duration, backoff app.BackoffFunc) (*app.FailResult, error) {
+	j.Errors = app.AppendError(j.Errors, j.Attempts, msg, w.now)
+	d := app.DecideFail(j, retry, leaseExpired, retryIn, backoff, w.now)
+	switch d.Outcome {
+	case app.OutcomeDeadLettered:
+		dead, err := w.moveToDead(j, d.Reason)
+		if err != nil {
+			return nil, err
+		}
+		w.count(j.Queue, 0, 1)
+		return &app.FailResult{Outcome: d.Outcome, Dead: dead}, nil
+	case app.OutcomeCancelled:
+		reason := j.CancelReason
+		if reason == "" {
+			reason = app.CancelRequested
+		}
+		nj, err := scanJob(w.queryRow(`UPDATE jobs SET status = 'cancelled', cancel_reason = $1, errors = $2,
+				finished_at = $3, updated_at = $3, lease_expires_at = NULL WHERE id = $4 RETURNING `+jobCols,
+			reason, encodeList(j.Errors), w.now, j.ID))
+		if err != nil {
+			return nil, err
+		}
+		w.event(app.EventCancelled, j.ID, j.Queue, j.Kind, nil)
+		w.wake = append(w.wake, j.Queue)
+		return &app.FailResult{Outcome: d.Outcome, Job: nj}, nil
+	}
+	nj, err := scanJob(w.queryRow(`UPDATE jobs SET status = 'queued', run_at = $1, errors = $2, updated_at = $3,
+			lease_expires_at = NULL, worker_id = NULL WHERE id = $4 RETURNING `+jobCols,
+		ms(d.RunAt), encodeList(j.Errors), w.now, j.ID))
+	if err != nil {
+		return nil, err
+	}
+	data, _ := json.Marshal(map[string]any{"attempt": j.Attempts, "run_at": app.FormatTime(d.RunAt), "error": app.TruncateString(msg, 1024)})
+	w.event(app.EventRetryScheduled, j.ID, j.Queue, j.Kind, data)
+	w.count(j.Queue, 0, 1)
+	w.wake = append(w.wake, j.Queue)
+	return &app.FailResult{Outcome: d.Outcome, Job: nj}, nil
+}
+
+// moveToDead moves j (read and locked by the caller in this transaction) to
+// dead_letter_jobs: INSERT, the fault hook, DELETE, inside the caller's
+// transaction, so both happen or neither.
+func (w *wtx) moveToDead(j *app.Job, reason string) (*app.DeadJob, error) {
+	d := app.DeadFromJob(j, reason, w.now)
+	d.LastError = clean(d.LastError)
+	if _, err := w.exec(`INSERT INTO dead_letter_jobs (id, queue, kind, payload, priority, tags, attempts,
+			max_attempts, timeout_ms, errors, idempotency_key, original_created_at, replayed_from, dead_letter_reason,
+			last_error, moved_to_dead_letter_at, original_lease, resurrection_count, last_resurrection_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 0, NULL)`,
+		d.ID, d.Queue, d.Kind, rawOrNull(d.Payload), d.Priority, tags(d.Tags), d.Attempts,
+		d.MaxAttempts, d.Timeout.D().Milliseconds(), encodeList(d.Errors), nullString(d.IdempotencyKey),
+		d.OriginalCreatedAt, d.ReplayedFrom, d.Reason, d.LastError, d.MovedAt, d.OriginalLease); err != nil {
+		return nil, fmt.Errorf("dead-letter job %d: %w", j.ID, err)
+	}
+	if err := w.fault(app.FaultDeadLetterInsert, j.ID); err != nil {
+		return nil, fmt.Errorf("dead-letter job %d: %w", j.ID, err)
+	}
+	tag, err := w.exec(`DELETE FROM jobs WHERE id = $1`, j.ID)
+	if err != nil {
+		return nil, fmt.Errorf("dead-letter job %d: delete: %w", j.ID, err)
+	}
+	if n := tag.RowsAffected(); n != 1 {
+		return nil, fmt.Errorf("dead-letter job %d: delete removed %d rows", j.ID, n)
+	}
+	data, _ := json.Marshal(map[string]any{"reason": reason, "attempts": j.Attempts})
+	w.event(app.EventDeadLettered, j.ID, j.Queue, j.Kind, data)
+	return d, nil
+}
+
+// Snooze implements app.Store.
+func (s *Store) Snooze(ctx context.Context, id, lease int64, delay time.Duration) (*app.Job, error) {
+	var job *app.Job
+	err := s.write(ctx, func(w *wtx) error {
+		job = nil
+		j, err := w.processing(id, lease)
+		if err != nil {
+			return err
+		}
+		if j.CancelRequested { // nobody wants it run again
+			job, err = w.finishCancel(j)
+			return err
+		}
+		runAt := ms(w.now.Add(max(delay, 0)))
+		job, err = scanJob(w.queryRow(`UPDATE jobs SET status = 'queued', run_at = $1, attempts = attempts - 1,
+				updated_at = $2, lease_expires_at = NULL, worker_id = NULL WHERE id = $3 RETURNING `+jobCols,
+			runAt, w.now, id))
+		if err != nil {
+			return err
+		}
+		data, _ := json.Marshal(map[string]any{"run_at": app.FormatTime(runAt)})
+		w.event(app.EventSnoozed, id, j.Queue, j.Kind, data)
+		w.wake = append(w.wake, j.Queue)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("snooze job %d: %w", id, mapErr(err))
+	}
+	return job, nil
+}
+
+func (w *wtx) finishCancel(j *app.Job) (*app.Job, error) {
+	reason := j.CancelReason
+	if reason == "" {
+		reason = app.CancelRequested
+	}
+	nj, err := scanJob(w.queryRow(`UPDATE jobs SET status = 'cancelled', cancel_reason = $1, finished_at = $2,
+			updated_at = $2, lease_expires_at = NULL WHERE id = $3 RETURNING `+jobCols,
+		clean(reason), w.now, j.ID))
+	if err != nil {
+		return nil, err
+	}
+	w.event(app.EventCancelled, j.ID, j.Queue, j.Kind, nil)
+	w.wake = append(w.wake, j.Queue)
+	return nj, nil
+}
+
+// Cancel implements app.Store.
+func (s *Store) Cancel(ctx context.Context, req app.CancelRequest) (*app.Job, error) {
+	reason := req.Reason
+	if reason == "" {
+		reason = app.CancelRequested
+	}
+	var job *app.Job
+	err := s.write(ctx, func(w *wtx) error {
+		job = nil
+		j, err := scanJob(w.queryRow(`SELECT `+jobCols+` FROM jobs WHERE id = $1 FOR UPDATE`, req.ID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			var one int
+			err := w.queryRow(`SELECT 1 FROM dead_letter_jobs WHERE id = $1`, req.ID).Scan(&one)
+			switch {
+			case err == nil:
+				return fmt.Errorf("job %d is in the dead-letter queue: %w", req.ID, app.ErrIllegalTransition)
+			case !errors.Is(err, pgx.ErrNoRows):
+				return err
+			}
+			return fmt.Errorf("job %d: %w", req.ID, app.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if req.Lease != nil {
+			if j.Status != app.StatusProcessing || j.Lease != *req.Lease {
+				return fmt.Errorf("job %d: %w", req.ID, app.ErrLeaseLost)
+			}
+			if !j.CancelRequested {
+				j.CancelReason = reason
+			}
+			if job, err = w.finishCancel(j); err != nil {
+				return err
+			}
+			return w.audit(req.Audit, 1)
+		}
+		switch j.Status {
+		case app.StatusQueued:
+			j.CancelReason = reason
+			job, err = w.finishCancel(j)
+		case app.StatusProcessing:
+			job, err = scanJob(w.queryRow(`UPDATE jobs SET cancel_requested = true,
+					cancel_reason = coalesce(cancel_reason, $1), updated_at = $2 WHERE id = $3 RETURNING `+jobCols,
+				clean(reason), w.now, req.ID))
+			if err == nil && !j.CancelRequested {
+				w.event(app.EventCancelRequest, j.ID, j.Queue, j.Kind, nil)
+			}
+		default:
+			return fmt.Errorf("job %d is %s: %w", req.ID, j.Status, app.ErrIllegalTransition)
+		}
+		if err != nil {
+			return err
+		}
+		return w.audit(req.Audit, 1)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cancel job %d: %w", req.ID, mapErr(err))
+	}
+	return job, nil
+}
+
+// audit records e (if not nil) with count in the current transaction.
+func (w *wtx) audit(e *app.AuditEntry, count int) error {
+	if e == nil {
+		return nil
+	}
+	at := ms(e.At)
+	if e.At.IsZero() {
+		at = w.now
+	}
+	var filter *string
+	if len(e.Filter) > 0 {
+		f := string(e.Filter)
+		filter = &f
+	}
+	_, err := w.exec(`INSERT INTO audit (at, actor, action, target, filter, count) VALUES ($1, $2, $3, $4, $5, $6)`,
+		at, clean(e.Actor), clean(e.Action), nullString(clean(e.Target)), filter, count)
+	return err
+}

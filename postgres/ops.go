@@ -1,0 +1,501 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/queuehq/queue/app"
+)
+
+// sortBy sorts s by the int64 key of each element.
+func sortBy[T any](s []T, key func(T) int64) {
+	sort.Slice(s, func(i, j int) bool { return key(s[i]) < key(s[j]) })
+}
+
+// Queues implements app.Store.
+func (s *Store) Queues(ctx context.Context) ([]app.QueueState, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	rows, err := s.pool.Query(ctx, `SELECT name, paused, paused_at FROM queues ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("list queues: %w", mapErr(err))
+	}
+	defer rows.Close()
+	var out []app.QueueState
+	for rows.Next() {
+		var q app.QueueState
+		if err := rows.Scan(&q.Name, &q.Paused, &q.PausedAt); err != nil {
+			return nil, fmt.Errorf("list queues: %w", mapErr(err))
+		}
+		q.PausedAt = utcPtr(q.PausedAt)
+		out = append(out, q)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list queues: %w", mapErr(err))
+	}
+	return out, nil
+}
+
+// SetPaused implements app.Store.
+func (s *Store) SetPaused(ctx context.Context, queue string, paused bool, audit *app.AuditEntry) error {
+	err := s.write(ctx, func(w *wtx) error {
+		var at *time.Time
+		typ := app.EventQueueResumed
+		if paused {
+			at, typ = &w.now, app.EventQueuePaused
+		}
+		if _, err := w.exec(`INSERT INTO queues (name, paused, paused_at) VALUES ($1, $2, $3)
+			ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, paused_at = excluded.paused_at`,
+			queue, paused, at); err != nil {
+			return err
+		}
+		w.queues = append(w.queues, queue)
+		w.event(typ, 0, queue, "", nil)
+		if !paused {
+			w.wake = append(w.wake, queue)
+		}
+		return w.audit(audit, 1)
+	})
+	if err != nil {
+		return fmt.Errorf("pause queue %s: %w", queue, mapErr(err))
+	}
+	return nil
+}
+
+// Stats implements app.Store: the counts come from one snapshot, so they
+// agree with each other.
+func (s *Store) Stats(ctx context.Context) ([]app.QueueStats, error) {
+	now := s.now()
+	byQueue := map[string]*app.QueueStats{}
+	oldest := map[string]time.Time{}
+	get := func(q string) *app.QueueStats {
+		st := byQueue[q]
+		if st == nil {
+			st = &app.QueueStats{Queue: q}
+			byQueue[q] = st
+		}
+		return st
+	}
+	err := s.read(ctx, func(tx pgx.Tx) error {
+		byQueue, oldest = map[string]*app.QueueStats{}, map[string]time.Time{}
+		rows, err := tx.Query(ctx, `
+			SELECT queue, 'queued', count(*), min(run_at) FROM jobs WHERE status = 'queued' AND run_at <= $1 GROUP BY queue
+			UNION ALL SELECT queue, 'scheduled', count(*), NULL FROM jobs WHERE status = 'queued' AND run_at > $1 GROUP BY queue
+			UNION ALL SELECT queue, status, count(*), NULL FROM jobs WHERE status IN ('processing', 'done', 'cancelled') GROUP BY queue, status
+			UNION ALL SELECT queue, 'dead_letter', count(*), NULL FROM dead_letter_jobs GROUP BY queue`, now)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var name, what string
+			var n int64
+			var first *time.Time
+			if err := rows.Scan(&name, &what, &n, &first); err != nil {
+				return err
+			}
+			st := get(name)
+			switch what {
+			case "queued":
+				st.Queued = n
+				if first != nil {
+					oldest[name] = first.UTC()
+				}
+			case "scheduled":
+				st.Scheduled = n
+			case "processing":
+				st.Processing = n
+			case "done":
+				st.Done = n
+			case "cancelled":
+				st.Cancelled = n
+			case "dead_letter":
+				st.DeadLetter = n
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows.Close()
+		rows, err = tx.Query(ctx, `SELECT queue, sum(completed)::bigint, sum(failed)::bigint FROM throughput WHERE second > $1 GROUP BY queue`,
+			time.Unix(now.Unix()-60, 0).UTC())
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var name string
+			var done, failed int64
+			if err := rows.Scan(&name, &done, &failed); err != nil {
+				rows.Close()
+				return err
+			}
+			st := get(name)
+			st.CompletedLastMinute, st.FailedLastMinute = done, failed
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows, err = tx.Query(ctx, `SELECT name FROM queues`)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var name string
+			if err := rows.Scan(&name); err != nil {
+				rows.Close()
+				return err
+			}
+			get(name)
+		}
+		rows.Close()
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("stats: %w", mapErr(err))
+	}
+	return app.FinishStats(byQueue, oldest, now), nil
+}
+
+// Throughput implements app.Store.
+func (s *Store) Throughput(ctx context.Context, since time.Time) ([]app.MinuteCount, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	rows, err := s.pool.Query(ctx, `SELECT queue, floor(extract(epoch FROM second) / 60)::bigint * 60 AS minute,
+			sum(completed)::bigint, sum(failed)::bigint
+		FROM throughput WHERE second >= $1 GROUP BY queue, minute ORDER BY minute, queue`, time.Unix(since.Unix(), 0).UTC())
+	if err != nil {
+		return nil, fmt.Errorf("throughput: %w", mapErr(err))
+	}
+	defer rows.Close()
+	var out []app.MinuteCount
+	for rows.Next() {
+		var m app.MinuteCount
+		var minute int64
+		if err := rows.Scan(&m.Queue, &minute, &m.Completed, &m.Failed); err != nil {
+			return nil, fmt.Errorf("throughput: %w", mapErr(err))
+		}
+		m.Minute = time.Unix(minute, 0).UTC()
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("throughput: %w", mapErr(err))
+	}
+	return out, nil
+}
+
+// RecoverStale implements app.Store. Rows another transaction holds (a
+// worker completing the job right now) are skipped, not waited for.
+func (s *Store) RecoverStale(ctx context.Context, limit int, backoff app.BackoffFunc) (int, error) {
+	n := 0
+	err := s.write(ctx, func(w *wtx) error {
+		n = 0
+		stale, err := scanJobs(w.query(`SELECT `+jobCols+` FROM jobs WHERE status = 'processing' AND lease_expires_at <= $1
+			ORDER BY lease_expires_at LIMIT $2 FOR UPDATE SKIP LOCKED`, w.now, max(limit, 1)))
+		if err != nil {
+			return err
+		}
+		for _, j := range stale {
+			data, _ := json.Marshal(map[string]any{"lease": j.Lease, "worker_id": j.WorkerID, "attempt": j.Attempts})
+			w.event(app.EventLeaseLost, j.ID, j.Queue, j.Kind, data)
+			if j.CancelRequested {
+				if _, err := w.finishCancel(j); err != nil {
+					return err
+				}
+			} else if _, err := w.failAttempt(j, app.LeaseExpiredError, true, true, 0, backoff); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("recover stale leases: %w", mapErr(err))
+	}
+	return n, nil
+}
+
+// ExpireTTL implements app.Store.
+func (s *Store) ExpireTTL(ctx context.Context, limit int) (int, error) {
+	n := 0
+	err := s.write(ctx, func(w *wtx) error {
+		n = 0
+		rows, err := w.query(`WITH due AS (
+				SELECT id FROM jobs WHERE status = 'queued' AND expires_at IS NOT NULL AND expires_at <= $1
+				ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+			UPDATE jobs j SET status = 'cancelled', cancel_reason = 'expired', finished_at = $1, updated_at = $1
+			FROM due WHERE j.id = due.id
+			RETURNING j.id, j.queue, j.kind`, w.now, max(limit, 1))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id int64
+			var queue, kind string
+			if err := rows.Scan(&id, &queue, &kind); err != nil {
+				return err
+			}
+			w.event(app.EventExpired, id, queue, kind, nil)
+			n++
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return 0, fmt.Errorf("expire jobs: %w", mapErr(err))
+	}
+	return n, nil
+}
+
+// DeleteOld implements app.Store: one bounded DELETE.
+func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, error) {
+	a := args{}
+	queueCond := func(col string) string {
+		c := ""
+		if req.Queue != "" {
+			c += " AND " + col + " = " + a.add(req.Queue)
+		}
+		if len(req.Except) > 0 {
+			c += " AND " + col + " <> ALL(" + a.add(req.Except) + ")"
+		}
+		return c
+	}
+	before := ms(req.Before)
+	n := min(max(req.Limit, 1), app.BulkBatch)
+	var q string
+	switch req.What {
+	case app.OldFinished:
+		q = `DELETE FROM jobs WHERE id = ANY(ARRAY(SELECT id FROM jobs WHERE status IN ('done', 'cancelled') AND finished_at < ` +
+			a.add(before) + queueCond("queue") + ` LIMIT ` + a.add(n) + `))`
+	case app.OldDead:
+		q = `DELETE FROM dead_letter_jobs WHERE id = ANY(ARRAY(SELECT id FROM dead_letter_jobs WHERE moved_to_dead_letter_at < ` +
+			a.add(before) + queueCond("queue") + ` LIMIT ` + a.add(n) + `))`
+	case app.OldEvents:
+		q = `DELETE FROM events WHERE id = ANY(ARRAY(SELECT id FROM events WHERE at < ` + a.add(before) + ` LIMIT ` + a.add(n) + `))`
+	case app.OldAudit:
+		q = `DELETE FROM audit WHERE id = ANY(ARRAY(SELECT id FROM audit WHERE at < ` + a.add(before) + ` LIMIT ` + a.add(n) + `))`
+	case app.OldOnce:
+		q = `DELETE FROM once_records WHERE key = ANY(ARRAY(SELECT key FROM once_records WHERE done AND done_at < ` +
+			a.add(before) + ` LIMIT ` + a.add(n) + `))`
+	case app.OldPeriodic:
+		q = `DELETE FROM periodic_fires WHERE ctid = ANY(ARRAY(SELECT ctid FROM periodic_fires p WHERE fire_at < ` + a.add(before) + `
+			AND fire_at < (SELECT max(fire_at) FROM periodic_fires l WHERE l.entry = p.entry) LIMIT ` + a.add(n) + `))`
+	case app.OldThroughput:
+		q = `DELETE FROM throughput WHERE ctid = ANY(ARRAY(SELECT ctid FROM throughput WHERE second < ` +
+			a.add(time.Unix(req.Before.Unix(), 0).UTC()) + ` LIMIT ` + a.add(n) + `))`
+	default:
+		return 0, fmt.Errorf("delete old: unknown kind %q", req.What)
+	}
+	var deleted int64
+	err := s.write(ctx, func(w *wtx) error {
+		tag, err := w.exec(q, a...)
+		deleted = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("delete old %s: %w", req.What, mapErr(err))
+	}
+	return int(deleted), nil
+}
+
+// FirePeriodic implements app.Store: the fire's primary key decides, across
+// nodes, which call enqueues it.
+func (s *Store) FirePeriodic(ctx context.Context, fire app.PeriodicFire) (*app.Job, bool, error) {
+	var job *app.Job
+	var created bool
+	err := s.write(ctx, func(w *wtx) error {
+		job, created = nil, false
+		at := ms(fire.FireAt)
+		tag, err := w.exec(`INSERT INTO periodic_fires (entry, fire_at, created_at) VALUES ($1, $2, $3)
+			ON CONFLICT (entry, fire_at) DO NOTHING`, fire.Entry, at, w.now)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return nil // this fire was enqueued before, here or on another node
+		}
+		if fire.SkipIfPending {
+			var one int
+			err := w.queryRow(`SELECT 1 FROM periodic_fires p JOIN jobs j ON j.id = p.job_id
+				WHERE p.entry = $1 AND j.status IN ('queued', 'processing') LIMIT 1`, fire.Entry).Scan(&one)
+			if err == nil {
+				return nil
+			}
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+		}
+		nj := fire.Job
+		p := &pipe{}
+		job = w.insertJob(p, &nj)
+		if err := w.run(p); err != nil {
+			return err
+		}
+		created = true
+		_, err = w.exec(`UPDATE periodic_fires SET job_id = $1 WHERE entry = $2 AND fire_at = $3`, job.ID, fire.Entry, at)
+		return err
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("periodic %s: %w", fire.Entry, mapErr(err))
+	}
+	return job, created, nil
+}
+
+// LastFire implements app.Store.
+func (s *Store) LastFire(ctx context.Context, entry string) (time.Time, error) {
+	if err := s.enter(); err != nil {
+		return time.Time{}, err
+	}
+	defer s.leave()
+	var v *time.Time
+	if err := s.pool.QueryRow(ctx, `SELECT max(fire_at) FROM periodic_fires WHERE entry = $1`, entry).Scan(&v); err != nil {
+		return time.Time{}, fmt.Errorf("last fire of %s: %w", entry, mapErr(err))
+	}
+	if v == nil {
+		return time.Time{}, nil
+	}
+	return v.UTC(), nil
+}
+
+// RecordAudit implements app.Store.
+func (s *Store) RecordAudit(ctx context.Context, e app.AuditEntry) error {
+	err := s.write(ctx, func(w *wtx) error { return w.audit(&e, e.Count) })
+	if err != nil {
+		return fmt.Errorf("record audit: %w", mapErr(err))
+	}
+	return nil
+}
+
+// ListAudit implements app.Store.
+func (s *Store) ListAudit(ctx context.Context, f app.AuditFilter) ([]app.AuditEntry, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	w := &where{}
+	if f.Action != "" {
+		w.cond("action = " + w.add(f.Action))
+	}
+	if f.BeforeID > 0 {
+		w.cond("id < " + w.add(f.BeforeID))
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, at, actor, action, target, filter::text, count FROM audit`+w.String()+
+		` ORDER BY id DESC`+limit(f.Limit, 50), w.args...)
+	if err != nil {
+		return nil, fmt.Errorf("list audit: %w", mapErr(err))
+	}
+	defer rows.Close()
+	var out []app.AuditEntry
+	for rows.Next() {
+		var e app.AuditEntry
+		var target, filter *string
+		if err := rows.Scan(&e.ID, &e.At, &e.Actor, &e.Action, &target, &filter, &e.Count); err != nil {
+			return nil, fmt.Errorf("list audit: %w", mapErr(err))
+		}
+		e.At, e.Target = e.At.UTC(), deref(target)
+		if filter != nil {
+			e.Filter = json.RawMessage(*filter)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list audit: %w", mapErr(err))
+	}
+	return out, nil
+}
+
+func newToken() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+const onceCols = `key, token, done, result::text, held_until, created_at, done_at`
+
+func scanOnce(row pgx.Row) (*app.OnceRecord, error) {
+	var r app.OnceRecord
+	var token, result *string
+	if err := row.Scan(&r.Key, &token, &r.Done, &result, &r.HeldUntil, &r.CreatedAt, &r.DoneAt); err != nil {
+		return nil, err
+	}
+	r.Token = deref(token)
+	if result != nil {
+		r.Result = json.RawMessage(*result)
+	}
+	r.HeldUntil, r.CreatedAt, r.DoneAt = utcPtr(r.HeldUntil), r.CreatedAt.UTC(), utcPtr(r.DoneAt)
+	return &r, nil
+}
+
+// OnceAcquire implements app.Store. The upsert takes the record only if it
+// is free (not done, its hold lapsed): two runs racing for it, on any
+// nodes, cannot both get it.
+func (s *Store) OnceAcquire(ctx context.Context, key string, holdFor time.Duration) (*app.OnceRecord, error) {
+	var rec *app.OnceRecord
+	err := s.write(ctx, func(w *wtx) error {
+		r, err := scanOnce(w.queryRow(`INSERT INTO once_records (key, token, done, held_until, created_at) VALUES ($1, $2, false, $3, $4)
+			ON CONFLICT (key) DO UPDATE SET token = excluded.token, held_until = excluded.held_until
+				WHERE NOT once_records.done AND (once_records.held_until IS NULL OR once_records.held_until <= $4)
+			RETURNING `+onceCols, key, newToken(), ms(w.now.Add(holdFor)), w.now))
+		if err == nil {
+			r.Acquired = true
+			rec = r
+			return nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		if r, err = scanOnce(w.queryRow(`SELECT `+onceCols+` FROM once_records WHERE key = $1`, key)); err != nil {
+			return err
+		}
+		if !r.Done {
+			return fmt.Errorf("once %q: %w", key, app.ErrOnceHeld)
+		}
+		r.Token = ""
+		rec = r
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("acquire once %q: %w", key, mapErr(err))
+	}
+	return rec, nil
+}
+
+// OnceDone implements app.Store.
+func (s *Store) OnceDone(ctx context.Context, key, token string, result json.RawMessage) (*app.OnceRecord, error) {
+	var rec *app.OnceRecord
+	err := s.write(ctx, func(w *wtx) error {
+		r, err := scanOnce(w.queryRow(`SELECT `+onceCols+` FROM once_records WHERE key = $1 FOR UPDATE`, key))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("once %q: %w", key, app.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if r.Token != token {
+			return fmt.Errorf("once %q is held by another run: %w", key, app.ErrLeaseLost)
+		}
+		if r.Done {
+			rec = r
+			return nil
+		}
+		rec, err = scanOnce(w.queryRow(`UPDATE once_records SET done = true, result = $1, done_at = $2, held_until = NULL
+			WHERE key = $3 RETURNING `+onceCols, rawOrNull(result), w.now, key))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("finish once %q: %w", key, mapErr(err))
+	}
+	return rec, nil
+}

@@ -1,0 +1,271 @@
+package postgres
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/queuehq/queue/app"
+)
+
+// jobCols is the column list every job query selects, in scanJob's order.
+// JSON columns are read as text: pgx would read a JSON null as a nil pointer.
+const jobCols = `id, queue, kind, payload::text, status, priority, run_at, attempts, max_attempts,
+	timeout_ms, expires_at, tags, idempotency_key, lease, lease_expires_at, worker_id,
+	cancel_requested, cancel_reason, errors::text, result::text, replayed_from, created_at, updated_at,
+	started_at, finished_at`
+
+// qualified prefixes every column of cols with alias.
+func qualified(alias, cols string) string {
+	parts := strings.Split(cols, ",")
+	for i, p := range parts {
+		parts[i] = alias + "." + strings.TrimSpace(p)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func scanJob(row pgx.Row) (*app.Job, error) {
+	var (
+		j                                                app.Job
+		payload, errs, status                            string
+		timeoutMS                                        int64
+		idem, workerID, cancelReason, result             *string
+		expiresAt, leaseExpiresAt, startedAt, finishedAt *time.Time
+	)
+	if err := row.Scan(&j.ID, &j.Queue, &j.Kind, &payload, &status, &j.Priority, &j.RunAt, &j.Attempts,
+		&j.MaxAttempts, &timeoutMS, &expiresAt, &j.Tags, &idem, &j.Lease, &leaseExpiresAt, &workerID,
+		&j.CancelRequested, &cancelReason, &errs, &result, &j.ReplayedFrom, &j.CreatedAt, &j.UpdatedAt,
+		&startedAt, &finishedAt); err != nil {
+		return nil, err
+	}
+	j.Payload = json.RawMessage(payload)
+	j.Status = app.Status(status)
+	j.RunAt = j.RunAt.UTC()
+	j.Timeout = app.Duration(time.Duration(timeoutMS) * time.Millisecond)
+	j.ExpiresAt = utcPtr(expiresAt)
+	if len(j.Tags) == 0 {
+		j.Tags = nil
+	}
+	j.IdempotencyKey = deref(idem)
+	j.LeaseExpiresAt = utcPtr(leaseExpiresAt)
+	j.WorkerID = deref(workerID)
+	j.CancelReason = deref(cancelReason)
+	if err := decodeList(errs, &j.Errors); err != nil {
+		return nil, fmt.Errorf("job %d errors: %w", j.ID, err)
+	}
+	if result != nil {
+		j.Result = json.RawMessage(*result)
+	}
+	j.CreatedAt, j.UpdatedAt = j.CreatedAt.UTC(), j.UpdatedAt.UTC()
+	j.StartedAt, j.FinishedAt = utcPtr(startedAt), utcPtr(finishedAt)
+	return &j, nil
+}
+
+// scanJobs reads every row of rows and closes them.
+func scanJobs(rows pgx.Rows, err error) ([]*app.Job, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*app.Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+// deadCols is the column list every dead-letter query selects, in scanDead's order.
+const deadCols = `id, queue, kind, payload::text, priority, tags, attempts, max_attempts, timeout_ms,
+	errors::text, idempotency_key, original_created_at, replayed_from, dead_letter_reason, last_error,
+	moved_to_dead_letter_at, original_lease, resurrection_count, last_resurrection_at`
+
+func scanDead(row pgx.Row) (*app.DeadJob, error) {
+	var (
+		d              app.DeadJob
+		payload, errs  string
+		timeoutMS      int64
+		idem           *string
+		lastResurrects *time.Time
+	)
+	if err := row.Scan(&d.ID, &d.Queue, &d.Kind, &payload, &d.Priority, &d.Tags, &d.Attempts, &d.MaxAttempts,
+		&timeoutMS, &errs, &idem, &d.OriginalCreatedAt, &d.ReplayedFrom, &d.Reason, &d.LastError, &d.MovedAt,
+		&d.OriginalLease, &d.ResurrectionCount, &lastResurrects); err != nil {
+		return nil, err
+	}
+	d.Payload = json.RawMessage(payload)
+	if len(d.Tags) == 0 {
+		d.Tags = nil
+	}
+	d.Timeout = app.Duration(time.Duration(timeoutMS) * time.Millisecond)
+	if err := decodeList(errs, &d.Errors); err != nil {
+		return nil, fmt.Errorf("dead-letter row %d errors: %w", d.ID, err)
+	}
+	d.IdempotencyKey = deref(idem)
+	d.OriginalCreatedAt, d.MovedAt = d.OriginalCreatedAt.UTC(), d.MovedAt.UTC()
+	d.LastResurrectionAt = utcPtr(lastResurrects)
+	return &d, nil
+}
+
+func scanDeads(rows pgx.Rows, err error) ([]*app.DeadJob, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*app.DeadJob
+	for rows.Next() {
+		d, err := scanDead(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func decodeList[T any](s string, out *[]T) error {
+	if s == "" || s == "[]" || s == "null" {
+		*out = nil
+		return nil
+	}
+	return json.Unmarshal([]byte(s), out)
+}
+
+func encodeList[T any](v []T) string {
+	if len(v) == 0 {
+		return "[]"
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // tags and attempt errors always marshal
+	}
+	return string(b)
+}
+
+// tags is v as a text[] argument (never NULL).
+func tags(v []string) []string {
+	if v == nil {
+		return []string{}
+	}
+	return v
+}
+
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// rawOrNull is a JSON document as a json argument; empty is JSON null.
+func rawOrNull(r json.RawMessage) string {
+	if len(r) == 0 {
+		return "null"
+	}
+	return string(r)
+}
+
+// jobWhere turns f into SQL conditions on jobs; values travel as arguments, never as text.
+func jobWhere(f app.JobFilter, now time.Time) *where {
+	w := &where{}
+	if len(f.IDs) > 0 {
+		w.cond("id = ANY(" + w.add(f.IDs) + ")")
+	}
+	if f.Queue != "" {
+		w.cond("queue = " + w.add(f.Queue))
+	}
+	if f.Kind != "" {
+		w.cond("kind = " + w.add(f.Kind))
+	}
+	if f.Tag != "" {
+		w.cond(w.add(f.Tag) + " = ANY(tags)")
+	}
+	switch f.Status {
+	case "":
+	case "queued":
+		w.cond("status = 'queued' AND run_at <= " + w.add(now))
+	case "scheduled":
+		w.cond("status = 'queued' AND run_at > " + w.add(now))
+	default:
+		w.cond("status = " + w.add(f.Status))
+	}
+	if len(f.StatusIn) > 0 {
+		st := make([]string, len(f.StatusIn))
+		for i, s := range f.StatusIn {
+			st[i] = string(s)
+		}
+		w.cond("status = ANY(" + w.add(st) + ")")
+	}
+	if f.MaxID > 0 {
+		w.cond("id <= " + w.add(f.MaxID))
+	}
+	if f.AfterID > 0 {
+		if f.Asc {
+			w.cond("id > " + w.add(f.AfterID))
+		} else {
+			w.cond("id < " + w.add(f.AfterID))
+		}
+	}
+	return w
+}
+
+func deadWhere(f app.DeadFilter) *where {
+	w := &where{}
+	if len(f.IDs) > 0 {
+		w.cond("id = ANY(" + w.add(f.IDs) + ")")
+	}
+	if f.Queue != "" {
+		w.cond("queue = " + w.add(f.Queue))
+	}
+	if f.Kind != "" {
+		w.cond("kind = " + w.add(f.Kind))
+	}
+	if f.Tag != "" {
+		w.cond(w.add(f.Tag) + " = ANY(tags)")
+	}
+	if f.Reason != "" {
+		w.cond("dead_letter_reason = " + w.add(f.Reason))
+	}
+	if !f.OlderThan.IsZero() {
+		w.cond("moved_to_dead_letter_at < " + w.add(ms(f.OlderThan)))
+	}
+	if f.MaxID > 0 {
+		w.cond("id <= " + w.add(f.MaxID))
+	}
+	if f.AfterID > 0 {
+		if f.Asc {
+			w.cond("id > " + w.add(f.AfterID))
+		} else {
+			w.cond("id < " + w.add(f.AfterID))
+		}
+	}
+	return w
+}
+
+func order(asc bool) string {
+	if asc {
+		return " ORDER BY id ASC"
+	}
+	return " ORDER BY id DESC"
+}
+
+func limit(n, def int) string {
+	if n <= 0 {
+		n = def
+	}
+	return " LIMIT " + strconv.Itoa(n)
+}

@@ -1,0 +1,312 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/queuehq/queue/app"
+)
+
+// wtx is one write transaction with what it collects on the way: events,
+// wake-ups, throughput counts and new queues. They are written (events,
+// counts, NOTIFY) just before the commit, in the same transaction, and take
+// effect in this process (bus, local wake-ups) only after it committed.
+type wtx struct {
+	s      *Store
+	ctx    context.Context
+	tx     pgx.Tx
+	now    time.Time
+	events []app.Event
+	wake   []string
+	counts map[countKey]*countVal
+	queues []string
+}
+
+type countKey struct {
+	queue  string
+	second int64
+	shard  int16
+}
+
+// throughputShards is how many rows one queue's second may be spread over.
+const throughputShards = 16
+
+type countVal struct{ completed, failed int64 }
+
+// pidKey is the context key under which the fault hook finds the backend PID.
+type pidKey struct{}
+
+// BackendPID returns the process id of the PostgreSQL backend that runs the
+// transaction a fault hook (app.StoreOptions.Fault) was called from. Tests
+// use it to drop that connection mid-transaction (pg_terminate_backend).
+func BackendPID(ctx context.Context) (uint32, bool) {
+	pid, ok := ctx.Value(pidKey{}).(uint32)
+	return pid, ok
+}
+
+// write runs fn in a transaction of its own and commits it. fn must leave
+// nothing behind when it returns an error (the transaction is rolled back)
+// and must reset what it returns at its start: a transaction that lost a
+// race (deadlock, serialization failure, an idempotency key submitted twice
+// at once) runs again, up to a few times. Connection errors are not retried;
+// they come back wrapping app.ErrUnavailable.
+func (s *Store) write(ctx context.Context, fn func(*wtx) error) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	for attempt := 1; ; attempt++ {
+		err := s.writeOnce(ctx, fn)
+		if err == nil || attempt >= 5 || !retryable(err) || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(time.Duration(rand.IntN(5*attempt)+1) * time.Millisecond)
+	}
+}
+
+func (s *Store) writeOnce(ctx context.Context, fn func(*wtx) error) error {
+	start := time.Now()
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return mapConnErr(err, nil)
+	}
+	w := &wtx{s: s, ctx: ctx, tx: tx, now: s.now()}
+	if err := w.call(fn); err != nil {
+		tx.Rollback(context.WithoutCancel(ctx))
+		return mapConnErr(err, tx)
+	}
+	if err := w.flush(); err != nil {
+		tx.Rollback(context.WithoutCancel(ctx))
+		return mapConnErr(err, tx)
+	}
+	// The caller giving up now must not leave the outcome unknown.
+	if err := tx.Commit(context.WithoutCancel(ctx)); err != nil {
+		return mapConnErr(err, tx)
+	}
+	for _, q := range w.queues {
+		s.known.Store(q, true)
+	}
+	s.bus.Publish(w.events...)
+	s.notify.Notify(w.wake...)
+	s.broadcast(w.wake)
+	if d := time.Since(start); d > time.Second {
+		s.log.Warn().Dur("took", d).Msg("slow write transaction")
+	}
+	if o := s.opts.ObserveWrite; o != nil {
+		o(1, time.Since(start))
+	}
+	return nil
+}
+
+// mapConnErr is mapErr, and also ErrUnavailable for any error after which
+// the transaction's connection is gone.
+func mapConnErr(err error, tx pgx.Tx) error {
+	if retryable(err) {
+		return err // write runs it again
+	}
+	mapped := mapErr(err)
+	if !errors.Is(mapped, app.ErrUnavailable) && tx != nil && tx.Conn() != nil && tx.Conn().IsClosed() {
+		return fmt.Errorf("%w: connection lost: %v", app.ErrUnavailable, err)
+	}
+	return mapped
+}
+
+// call runs fn, turning a panic into an error.
+func (w *wtx) call(fn func(*wtx) error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("write panicked: %v", p)
+		}
+	}()
+	return fn(w)
+}
+
+// flush writes what the transaction collected, in one round trip: the
+// events (one INSERT over arrays) and the throughput counts (one upsert per
+// queue and second, in key order so concurrent transactions never
+// deadlock). The NOTIFY for other nodes is sent after the commit (see
+// notifier), not in the transaction.
+func (w *wtx) flush() error {
+	var b pgx.Batch
+	if n := len(w.events); n > 0 {
+		jobIDs := make([]int64, n)
+		queues, kinds, types, data := make([]string, n), make([]string, n), make([]string, n), make([]*string, n)
+		ats := make([]time.Time, n)
+		for i, e := range w.events {
+			jobIDs[i], queues[i], kinds[i], types[i], ats[i] = e.JobID, e.Queue, e.Kind, e.Type, e.At
+			if len(e.Data) > 0 {
+				d := string(e.Data)
+				data[i] = &d
+			}
+		}
+		b.Queue(`INSERT INTO events (job_id, queue, kind, type, at, data)
+			SELECT nullif(j, 0), q, k, t, a, d::json
+			FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::text[]) AS u(j, q, k, t, a, d)`,
+			jobIDs, queues, kinds, types, ats, data)
+	}
+	keys := make([]countKey, 0, len(w.counts))
+	for k := range w.counts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].queue != keys[j].queue {
+			return keys[i].queue < keys[j].queue
+		}
+		if keys[i].second != keys[j].second {
+			return keys[i].second < keys[j].second
+		}
+		return keys[i].shard < keys[j].shard
+	})
+	for _, k := range keys {
+		v := w.counts[k]
+		b.Queue(`INSERT INTO throughput (queue, second, shard, completed, failed) VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (queue, second, shard) DO UPDATE SET completed = throughput.completed + excluded.completed,
+				failed = throughput.failed + excluded.failed`,
+			k.queue, time.Unix(k.second, 0).UTC(), k.shard, v.completed, v.failed)
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	return w.tx.SendBatch(w.ctx, &b).Close()
+}
+
+func (w *wtx) exec(q string, args ...any) (pgconn.CommandTag, error) {
+	return w.tx.Exec(w.ctx, q, args...)
+}
+
+func (w *wtx) query(q string, args ...any) (pgx.Rows, error) {
+	return w.tx.Query(w.ctx, q, args...)
+}
+
+func (w *wtx) queryRow(q string, args ...any) pgx.Row {
+	return w.tx.QueryRow(w.ctx, q, args...)
+}
+
+func (w *wtx) event(typ string, jobID int64, queue, kind string, data []byte) {
+	w.events = append(w.events, app.Event{Type: typ, JobID: jobID, Queue: queue, Kind: kind, At: w.now, Data: data})
+}
+
+func (w *wtx) count(queue string, completed, failed int64) {
+	if w.counts == nil {
+		w.counts = map[countKey]*countVal{}
+	}
+	// Each connection counts into its own row of the second (by its backend
+	// pid), so transactions on different connections do not queue up behind
+	// one counter row's lock until each commits.
+	var shard int16
+	if c := w.tx.Conn(); c != nil {
+		shard = int16(c.PgConn().PID() % throughputShards)
+	}
+	k := countKey{queue, w.now.Unix(), shard}
+	c := w.counts[k]
+	if c == nil {
+		c = &countVal{}
+		w.counts[k] = c
+	}
+	c.completed += completed
+	c.failed += failed
+}
+
+// lock takes the transaction advisory lock of what for queue: the limits
+// of a queue are checked by one transaction at a time across all nodes.
+func (w *wtx) lock(what, queue string) error {
+	_, err := w.exec(`SELECT pg_advisory_xact_lock($1)`, lockKey(what, w.s.schema, queue))
+	return err
+}
+
+// ensureQueue queues (into b) the statement that makes sure queue has a row
+// in queues, so listing queues never scans jobs.
+func (w *wtx) ensureQueue(b *pipe, queue string) {
+	if _, ok := w.s.known.Load(queue); ok {
+		return
+	}
+	for _, q := range w.queues {
+		if q == queue {
+			return
+		}
+	}
+	b.exec(`INSERT INTO queues (name) VALUES ($1) ON CONFLICT (name) DO NOTHING`, queue)
+	w.queues = append(w.queues, queue)
+}
+
+func (w *wtx) fault(point app.FaultPoint, jobID int64) error {
+	f := w.s.opts.Fault
+	if f == nil {
+		return nil
+	}
+	ctx := w.ctx
+	if c := w.tx.Conn(); c != nil {
+		ctx = context.WithValue(ctx, pidKey{}, c.PgConn().PID())
+	}
+	return f(ctx, point, jobID)
+}
+
+// pipe is statements sent to the server in one round trip (a pgx.Batch),
+// each with what to do with its result, in order.
+type pipe struct {
+	b    pgx.Batch
+	then []func(pgx.BatchResults) error
+}
+
+func (p *pipe) exec(q string, args ...any) {
+	p.b.Queue(q, args...)
+	p.then = append(p.then, func(br pgx.BatchResults) error {
+		_, err := br.Exec()
+		return err
+	})
+}
+
+func (p *pipe) queryRow(scan func(pgx.Row) error, q string, args ...any) {
+	p.b.Queue(q, args...)
+	p.then = append(p.then, func(br pgx.BatchResults) error { return scan(br.QueryRow()) })
+}
+
+// run sends p's statements and hands each result to its function.
+func (w *wtx) run(p *pipe) error {
+	if p.b.Len() == 0 {
+		return nil
+	}
+	br := w.tx.SendBatch(w.ctx, &p.b)
+	var err error
+	for _, fn := range p.then {
+		if err = fn(br); err != nil {
+			break
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	*p = pipe{}
+	return err
+}
+
+// args numbers query arguments as they are added: a.add(v) returns "$n".
+type args []any
+
+func (a *args) add(v any) string {
+	*a = append(*a, v)
+	return fmt.Sprintf("$%d", len(*a))
+}
+
+// where builds a WHERE clause from conditions joined by AND.
+type where struct {
+	conds []string
+	args
+}
+
+func (w *where) cond(c string) { w.conds = append(w.conds, c) }
+
+func (w *where) String() string {
+	if len(w.conds) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(w.conds, " AND ")
+}

@@ -1,0 +1,216 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/queuehq/queue/app"
+)
+
+// ExportBatch is up to one batch of rows of one table, as Export reads
+// them: only the slice of Table is set.
+type ExportBatch struct {
+	// Table is the table the rows come from: "jobs", "dead_letter_jobs",
+	// "queues", "periodic_fires", "once_records", "audit" or "events".
+	Table string
+	// Done counts the rows of Table exported so far, this batch included;
+	// Total is how many the table holds.
+	Done, Total int64
+
+	Jobs   []*app.Job
+	Dead   []*app.DeadJob
+	Queues []app.QueueState
+	Fires  []FireRecord
+	Once   []*app.OnceRecord
+	Audit  []app.AuditEntry
+	Events []app.Event
+}
+
+// FireRecord is one row of periodic_fires: a fire time of a periodic entry
+// that was enqueued (JobID) or skipped (nil).
+type FireRecord struct {
+	Entry     string
+	FireAt    time.Time
+	JobID     *int64
+	CreatedAt time.Time
+}
+
+// ExportSummary is what Export read.
+type ExportSummary struct {
+	// Rows counts the rows of each table.
+	Rows map[string]int64
+	// MaxJobID is the highest job id the database ever handed out (also of
+	// jobs deleted since): the next store must start above it, so no id is
+	// ever used twice.
+	MaxJobID int64
+}
+
+// ExportTables lists the tables Export copies, in the order it reads them.
+var ExportTables = []string{"jobs", "dead_letter_jobs", "queues", "periodic_fires", "once_records", "audit", "events"}
+
+// Export reads every job (with status, attempts, lease and errors), every
+// dead-letter row, the queue state, periodic fire records, once records,
+// audit entries and lifecycle events, table by table in id (or key) order,
+// and hands them to fn in batches of up to size rows (if size is not
+// positive, 1000). It reads one snapshot, so the copy is consistent. It
+// takes the server lock beside the file first and fails with *LockedError
+// while a server runs on the database: stop it, so nothing changes after
+// the copy. Throughput counters (kept two hours) and rate buckets are not
+// exported. An error from fn stops the export and is returned.
+func (s *Store) Export(ctx context.Context, size int, fn func(ExportBatch) error) (ExportSummary, error) {
+	sum := ExportSummary{Rows: map[string]int64{}}
+	if size <= 0 {
+		size = 1000
+	}
+	if s.lock == nil {
+		if err := s.takeLock(); err != nil {
+			var le *LockedError
+			if errors.As(err, &le) || !readOnlyFS(err) {
+				return sum, err
+			}
+			// A read-only file system: no server can be writing to it.
+		} else if s.wconn == nil { // a read-only store holds the lock only for the export
+			defer s.releaseLock()
+		}
+	}
+	tx, err := s.rdb.BeginTx(ctx, nil)
+	if err != nil {
+		return sum, fmt.Errorf("export %s: %w", s.path, mapErr(err))
+	}
+	defer tx.Rollback()
+	var seq sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT max(v) FROM (
+			SELECT seq AS v FROM sqlite_sequence WHERE name = 'jobs'
+			UNION ALL SELECT max(id) FROM jobs UNION ALL SELECT max(id) FROM dead_letter_jobs)`).Scan(&seq); err != nil {
+		return sum, fmt.Errorf("export %s: highest job id: %w", s.path, mapErr(err))
+	}
+	sum.MaxJobID = seq.Int64
+	for _, t := range exports {
+		var total int64
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+t.table).Scan(&total); err != nil {
+			return sum, fmt.Errorf("export %s: count %s: %w", s.path, t.table, mapErr(err))
+		}
+		rows, err := tx.QueryContext(ctx, t.query)
+		if err != nil {
+			return sum, fmt.Errorf("export %s: read %s: %w", s.path, t.table, mapErr(err))
+		}
+		sum.Rows[t.table] = 0
+		b := ExportBatch{Table: t.table, Total: total}
+		n := 0
+		flush := func() error {
+			if n == 0 {
+				return nil
+			}
+			b.Done += int64(n)
+			sum.Rows[t.table] += int64(n)
+			if err := fn(b); err != nil {
+				return err
+			}
+			b = ExportBatch{Table: t.table, Total: total, Done: b.Done}
+			n = 0
+			return nil
+		}
+		for rows.Next() {
+			if err := t.scan(rows, &b); err != nil {
+				rows.Close()
+				return sum, fmt.Errorf("export %s: read %s: %w", s.path, t.table, err)
+			}
+			if n++; n >= size {
+				if err := flush(); err != nil {
+					rows.Close()
+					return sum, err
+				}
+			}
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return sum, fmt.Errorf("export %s: read %s: %w", s.path, t.table, mapErr(err))
+		}
+		if err := flush(); err != nil {
+			return sum, err
+		}
+	}
+	return sum, nil
+}
+
+// readOnlyFS reports whether err says the lock file could not be made
+// because the file system (or directory) is not writable.
+func readOnlyFS(err error) bool {
+	return errors.Is(err, syscall.EROFS) || errors.Is(err, os.ErrPermission)
+}
+
+// exports is how each table is read, in ExportTables order.
+var exports = []struct {
+	table string
+	query string
+	scan  func(*sql.Rows, *ExportBatch) error
+}{
+	{"jobs", `SELECT ` + jobCols + ` FROM jobs ORDER BY id`, func(r *sql.Rows, b *ExportBatch) error {
+		j, err := scanJob(r)
+		b.Jobs = append(b.Jobs, j)
+		return err
+	}},
+	{"dead_letter_jobs", `SELECT ` + deadCols + ` FROM dead_letter_jobs ORDER BY id`, func(r *sql.Rows, b *ExportBatch) error {
+		d, err := scanDead(r)
+		b.Dead = append(b.Dead, d)
+		return err
+	}},
+	{"queues", `SELECT name, paused, paused_at FROM queues ORDER BY name`, func(r *sql.Rows, b *ExportBatch) error {
+		var q app.QueueState
+		var paused int
+		var at sql.NullInt64
+		err := r.Scan(&q.Name, &paused, &at)
+		q.Paused, q.PausedAt = paused != 0, fromNullMS(at)
+		b.Queues = append(b.Queues, q)
+		return err
+	}},
+	{"periodic_fires", `SELECT entry, fire_at, job_id, created_at FROM periodic_fires ORDER BY entry, fire_at`, func(r *sql.Rows, b *ExportBatch) error {
+		var f FireRecord
+		var fireAt, created int64
+		var jobID sql.NullInt64
+		err := r.Scan(&f.Entry, &fireAt, &jobID, &created)
+		f.FireAt, f.CreatedAt = fromMS(fireAt), fromMS(created)
+		if jobID.Valid {
+			f.JobID = &jobID.Int64
+		}
+		b.Fires = append(b.Fires, f)
+		return err
+	}},
+	{"once_records", `SELECT ` + onceCols + ` FROM once_records ORDER BY key`, func(r *sql.Rows, b *ExportBatch) error {
+		o, err := scanOnce(r)
+		b.Once = append(b.Once, o)
+		return err
+	}},
+	{"audit", `SELECT id, at, actor, action, target, filter, count FROM audit ORDER BY id`, func(r *sql.Rows, b *ExportBatch) error {
+		var e app.AuditEntry
+		var at int64
+		var target, filter sql.NullString
+		err := r.Scan(&e.ID, &at, &e.Actor, &e.Action, &target, &filter, &e.Count)
+		e.At, e.Target = fromMS(at), target.String
+		if filter.Valid {
+			e.Filter = json.RawMessage(filter.String)
+		}
+		b.Audit = append(b.Audit, e)
+		return err
+	}},
+	{"events", `SELECT id, job_id, queue, kind, type, at, data FROM events ORDER BY id`, func(r *sql.Rows, b *ExportBatch) error {
+		var e app.Event
+		var jobID sql.NullInt64
+		var at int64
+		var data sql.NullString
+		err := r.Scan(&e.ID, &jobID, &e.Queue, &e.Kind, &e.Type, &at, &data)
+		e.JobID, e.At = jobID.Int64, fromMS(at)
+		if data.Valid {
+			e.Data = json.RawMessage(data.String)
+		}
+		b.Events = append(b.Events, e)
+		return err
+	}},
+}
