@@ -132,6 +132,7 @@ env = { EXEC_LOG = %q }
 	if err := s.startServer(ctx); err != nil {
 		return err
 	}
+	defer s.stopAll() // also when the run fails half way
 	for i := 0; i < 2; i++ {
 		s.startWorker(i)
 	}
@@ -175,7 +176,25 @@ env = { EXEC_LOG = %q }
 	}
 	stopGo()
 	<-goDone
-	return s.report(ctx)
+	return s.report(ctx) // the deferred stopAll ends the processes
+}
+
+// stopAll stops the server and the workers it started (SIGTERM, then kill).
+func (s *soak) stopAll() {
+	s.mu.Lock()
+	procs := append([]*exec.Cmd{s.server}, s.workers...)
+	s.mu.Unlock()
+	for _, p := range procs {
+		if p != nil && p.Process != nil {
+			p.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	time.Sleep(3 * time.Second)
+	for _, p := range procs {
+		if p != nil && p.Process != nil {
+			p.Process.Kill()
+		}
+	}
 }
 
 func (s *soak) startServer(ctx context.Context) error {
