@@ -4,9 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -131,5 +133,38 @@ func TestClaimUsesTheClaimIndex(t *testing.T) {
 	text := strings.Join(plan, "\n")
 	if !strings.Contains(text, "USING INDEX jobs_claim") || strings.Contains(text, "TEMP B-TREE") || strings.Contains(text, "SCAN jobs") {
 		t.Fatalf("claim plan:\n%s", text)
+	}
+}
+
+// Requests that share a transaction fail alone: a batch whose requests
+// mostly succeed while some fail on their own commits the successes and
+// answers the failures with their own errors.
+func TestGroupCommitFailsRequestsAlone(t *testing.T) {
+	s := MustOpen(t, sqlite.Options{Sync: "normal"})
+	ctx := t.Context()
+	const n = 200
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			if i%2 == 0 {
+				_, err := s.Submit(ctx, app.SubmitRequest{Jobs: []app.NewJob{{Queue: "g", Kind: "k", MaxAttempts: 1, Timeout: time.Second}}})
+				errs <- err
+				return
+			}
+			_, err := s.Heartbeat(ctx, int64(1_000_000+i), 1, 0) // no such job
+			if !errors.Is(err, app.ErrNotFound) {
+				errs <- fmt.Errorf("heartbeat of a missing job: %v", err)
+				return
+			}
+			errs <- nil
+		}()
+	}
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c, _ := s.CountJobs(ctx, app.JobFilter{Queue: "g"}); c != n/2 {
+		t.Fatalf("%d jobs stored, want %d", c, n/2)
 	}
 }

@@ -120,14 +120,33 @@ func (s *Store) writer() {
 	}
 }
 
-// run executes batch in one transaction with a savepoint per request, so a
-// request that fails is undone alone; an error of the database itself
-// (I/O, disk full, ...) abandons the whole transaction and fails every request.
+// run executes batch in one transaction. It first runs the requests one
+// after the other with nothing in between (the common case: they all
+// succeed); if one fails on its own (a lost lease, a conflict), the whole
+// transaction is rolled back and the batch runs again with a savepoint per
+// request, so the failing request is undone alone. An error of the database
+// itself (I/O, disk full, ...) abandons the transaction and fails every request.
 func (s *Store) run(batch []*request) {
 	start := time.Now()
+	if len(batch) == 1 || !s.runBatch(batch, false) {
+		s.runBatch(batch, true)
+	}
+	if d := time.Since(start); d > time.Second {
+		s.log.Warn().Dur("took", d).Int("batch", len(batch)).Msg("slow write transaction")
+	}
+	if o := s.opts.ObserveWrite; o != nil {
+		o(len(batch), time.Since(start))
+	}
+}
+
+// runBatch runs batch in one transaction, with a savepoint per request when
+// safe is set (a batch of one needs none: its failure rolls back all). It
+// answers every request and returns true, except when, not safe, a request
+// failed on its own: then it rolls back, answers nobody and returns false.
+func (s *Store) runBatch(batch []*request, safe bool) bool {
 	ctx := context.Background() // a caller giving up must not interrupt a shared transaction
 	errs := make([]error, len(batch))
-	failAll := func(err error) {
+	failAll := func(err error) bool {
 		s.failing.Store(true)
 		s.wconn.ExecContext(ctx, "ROLLBACK")
 		err = mapErr(err)
@@ -138,12 +157,13 @@ func (s *Store) run(batch []*request) {
 			r.done <- err
 		}
 		s.log.Error().Err(err).Int("batch", len(batch)).Msg("write transaction failed")
+		return true
 	}
 	if _, err := s.wconn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		failAll(err)
-		return
+		return failAll(err)
 	}
 	single := len(batch) == 1
+	savepoints := safe && !single
 	var events []app.Event
 	var wake, queues []string
 	counts := map[countKey]*countVal{}
@@ -153,34 +173,34 @@ func (s *Store) run(batch []*request) {
 			errs[i] = err
 			continue
 		}
-		if !single {
+		if savepoints {
 			if _, err := s.wconn.ExecContext(ctx, "SAVEPOINT req"); err != nil {
-				failAll(err)
-				return
+				return failAll(err)
 			}
 		}
 		w := &wtx{s: s, ctx: ctx, now: s.clock.Now()}
 		err := w.call(r.fn)
 		if err != nil {
 			if isFatal(err) {
-				failAll(err)
-				return
+				return failAll(err)
+			}
+			if !savepoints && !single {
+				s.wconn.ExecContext(ctx, "ROLLBACK") // again, with savepoints
+				return false
 			}
 			errs[i] = err
 			if single {
 				s.wconn.ExecContext(ctx, "ROLLBACK")
 				r.done <- err
-				return
+				return true
 			}
 			if _, rerr := s.wconn.ExecContext(ctx, "ROLLBACK TO req"); rerr != nil {
-				failAll(rerr)
-				return
+				return failAll(rerr)
 			}
 		}
-		if !single {
+		if savepoints {
 			if _, err := s.wconn.ExecContext(ctx, "RELEASE req"); err != nil {
-				failAll(err)
-				return
+				return failAll(err)
 			}
 		}
 		if err != nil {
@@ -203,12 +223,10 @@ func (s *Store) run(batch []*request) {
 		}
 	}
 	if err := s.flush(ctx, events, counts); err != nil {
-		failAll(err)
-		return
+		return failAll(err)
 	}
 	if _, err := s.wconn.ExecContext(ctx, "COMMIT"); err != nil {
-		failAll(err)
-		return
+		return failAll(err)
 	}
 	s.failing.Store(false)
 	for _, q := range queues {
@@ -220,12 +238,7 @@ func (s *Store) run(batch []*request) {
 	for i, r := range batch {
 		r.done <- errs[i]
 	}
-	if d := time.Since(start); d > time.Second {
-		s.log.Warn().Dur("took", d).Int("batch", len(batch)).Msg("slow write transaction")
-	}
-	if o := s.opts.ObserveWrite; o != nil {
-		o(len(batch), time.Since(start))
-	}
+	return true
 }
 
 // flush writes what the batch's requests collected: events (multi-row
