@@ -99,9 +99,11 @@ func (s *Service) Get(ctx context.Context, id int64, wait time.Duration, events 
 		left := time.Until(deadline)
 		if wait <= 0 || left <= 0 || job.Status.Terminal() || job.Status == StatusDeadLetter {
 			if events {
-				if job.Events, err = s.Store.JobEvents(ctx, id); err != nil {
+				recorded, err := s.Store.JobEvents(ctx, id)
+				if err != nil {
 					return nil, err
 				}
+				job.Events = Timeline(job, recorded)
 			}
 			return job, nil
 		}
@@ -121,6 +123,15 @@ func (s *Service) Get(ctx context.Context, id int64, wait time.Duration, events 
 		}
 		t.Stop()
 	}
+}
+
+// Events returns the lifecycle of job id, oldest first (see Timeline).
+func (s *Service) Events(ctx context.Context, id int64) ([]Event, error) {
+	job, err := s.Get(ctx, id, 0, true)
+	if err != nil {
+		return nil, err
+	}
+	return job.Events, nil
 }
 
 // ListInput is the query of GET /api/jobs.

@@ -27,7 +27,11 @@ type Store interface {
 	Lookup(ctx context.Context, id int64) (*Job, *DeadJob, error)
 	// List returns jobs matching f in id order (descending unless f.Asc).
 	List(ctx context.Context, f JobFilter) ([]*Job, error)
-	// JobEvents returns the lifecycle events recorded for job id, oldest first.
+	// JobEvents returns the lifecycle events recorded for job id, oldest
+	// first. A store may leave out the submitted, started and succeeded
+	// events its job row already tells, but must keep a job.started for
+	// every attempt that did not succeed (see Timeline, which the Service
+	// applies).
 	JobEvents(ctx context.Context, id int64) ([]Event, error)
 
 	// Claim moves up to req.Limit claimable jobs of req.Queue to processing,

@@ -83,7 +83,7 @@ func (w *wtx) insertJob(nj *app.NewJob) (*app.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	w.event(app.EventSubmitted, id, nj.Queue, nj.Kind, nil)
+	w.hot(app.EventSubmitted, id, nj.Queue, nj.Kind, nil)
 	w.moved(nj.Queue, "", app.StatusQueued, 1)
 	w.wake = append(w.wake, nj.Queue)
 	// Times go through the store's millisecond precision, as a read would give them.
@@ -267,7 +267,7 @@ func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, er
 		rows.Close()
 		sort.Slice(out, func(a, b int) bool { return claimOrder(out[a], out[b]) })
 		for _, j := range out {
-			w.event(app.EventStarted, j.ID, j.Queue, j.Kind, app.StartedData(j))
+			w.hot(app.EventStarted, j.ID, j.Queue, j.Kind, app.StartedData(j))
 			w.moved(j.Queue, app.StatusQueued, app.StatusProcessing, 1)
 		}
 		if req.Rate > 0 {
@@ -365,7 +365,7 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 			if err != nil {
 				return err
 			}
-			w.event(app.EventSucceeded, it.ID, queue, kind, app.FinishedData(fromNullMS(started), w.now))
+			w.hot(app.EventSucceeded, it.ID, queue, kind, app.FinishedData(fromNullMS(started), w.now))
 			w.moved(queue, app.StatusProcessing, app.StatusDone, 1)
 			w.count(queue, 1, 0)
 			w.wake = append(w.wake, queue) // a concurrency slot is free
@@ -406,6 +406,7 @@ func (s *Store) Fail(ctx context.Context, req app.FailRequest) (*app.FailResult,
 
 // failAttempt records the failure of j's current attempt and applies app.DecideFail.
 func (w *wtx) failAttempt(j *app.Job, msg string, retry, leaseExpired bool, retryIn time.Duration, backoff app.BackoffFunc) (*app.FailResult, error) {
+	w.attemptEnded(j)
 	j.Errors = app.AppendError(j.Errors, j.Attempts, msg, w.now)
 	d := app.DecideFail(j, retry, leaseExpired, retryIn, backoff, w.now)
 	switch d.Outcome {
@@ -488,6 +489,7 @@ func (s *Store) Snooze(ctx context.Context, id, lease int64, delay time.Duration
 			return err
 		}
 		runAt := w.now.Add(max(delay, 0))
+		w.attemptEnded(j)
 		job, err = scanJob(w.queryRow(`UPDATE jobs SET status = 'queued', run_at = ?, attempts = attempts - 1,
 				updated_at = ?, lease_expires_at = NULL, worker_id = NULL WHERE id = ? RETURNING `+jobCols,
 			ms(runAt), ms(w.now), id))
@@ -507,6 +509,7 @@ func (s *Store) Snooze(ctx context.Context, id, lease int64, delay time.Duration
 }
 
 func (w *wtx) finishCancel(j *app.Job) (*app.Job, error) {
+	w.attemptEnded(j)
 	reason := j.CancelReason
 	if reason == "" {
 		reason = app.CancelRequested

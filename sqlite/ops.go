@@ -115,8 +115,7 @@ func (s *Store) Stats(ctx context.Context) ([]app.QueueStats, error) {
 	for q, n := range queued {
 		var sched int64
 		var first sql.NullInt64
-		if err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM jobs WHERE queue = ? AND status = 'queued' AND run_at > ?),
-				(SELECT min(run_at) FROM jobs WHERE queue = ? AND status = 'queued')`, q, ms(now), q).Scan(&sched, &first); err != nil {
+		if err := tx.QueryRowContext(ctx, queuedByPrioritySQL, q, ms(now)).Scan(&sched, &first); err != nil {
 			return nil, fmt.Errorf("stats: %w", mapErr(err))
 		}
 		st := get(q)
@@ -141,6 +140,21 @@ func (s *Store) Stats(ctx context.Context) ([]app.QueueStats, error) {
 	names.Close()
 	return app.FinishStats(byQueue, oldest, now), nil
 }
+
+// queuedByPrioritySQL counts a queue's scheduled jobs (run_at later than
+// ?2) and finds its earliest run_at through the claim index alone: a
+// recursive skip-scan visits each distinct priority (a seek each), then
+// counts the scheduled tail and reads the first run_at of each priority's
+// range. Its cost grows with the number of priorities and of scheduled
+// jobs, not with the depth of the queue.
+const queuedByPrioritySQL = `WITH RECURSIVE p(pr) AS (
+		SELECT (SELECT priority FROM jobs INDEXED BY jobs_claim WHERE queue = ?1 AND status = 'queued' ORDER BY priority LIMIT 1)
+		UNION ALL
+		SELECT (SELECT priority FROM jobs INDEXED BY jobs_claim WHERE queue = ?1 AND status = 'queued' AND priority > p.pr ORDER BY priority LIMIT 1)
+		FROM p WHERE p.pr IS NOT NULL)
+	SELECT coalesce(sum((SELECT count(*) FROM jobs INDEXED BY jobs_claim WHERE queue = ?1 AND status = 'queued' AND priority = p.pr AND run_at > ?2)), 0),
+		min((SELECT run_at FROM jobs INDEXED BY jobs_claim WHERE queue = ?1 AND status = 'queued' AND priority = p.pr ORDER BY run_at LIMIT 1))
+	FROM p WHERE p.pr IS NOT NULL`
 
 func (s *Store) lastMinute(ctx context.Context, tx *sql.Tx, now time.Time, get func(string) *app.QueueStats) error {
 	rows, err := tx.QueryContext(ctx, `SELECT queue, sum(completed), sum(failed) FROM throughput WHERE second > ? GROUP BY queue`, now.Unix()-60)

@@ -25,7 +25,8 @@ type wtx struct {
 	s      *Store
 	ctx    context.Context
 	now    time.Time
-	events []app.Event
+	events []app.Event // published after commit
+	record []app.Event // written to the events table
 	wake   []string
 	counts map[countKey]*countVal
 	queues []string
@@ -164,7 +165,7 @@ func (s *Store) runBatch(batch []*request, safe bool) bool {
 	}
 	single := len(batch) == 1
 	savepoints := safe && !single
-	var events []app.Event
+	var events, record []app.Event
 	var wake, queues []string
 	counts := map[countKey]*countVal{}
 	deltas := map[statusKey]int64{}
@@ -207,6 +208,7 @@ func (s *Store) runBatch(batch []*request, safe bool) bool {
 			continue
 		}
 		events = append(events, w.events...)
+		record = append(record, w.record...)
 		wake = append(wake, w.wake...)
 		queues = append(queues, w.queues...)
 		for k, v := range w.deltas {
@@ -222,7 +224,7 @@ func (s *Store) runBatch(batch []*request, safe bool) bool {
 			c.failed += v.failed
 		}
 	}
-	if err := s.flush(ctx, events, counts); err != nil {
+	if err := s.flush(ctx, record, counts); err != nil {
 		return failAll(err)
 	}
 	if _, err := s.wconn.ExecContext(ctx, "COMMIT"); err != nil {
@@ -345,8 +347,28 @@ func (w *wtx) queryRow(q string, args ...any) *sql.Row {
 	return st.QueryRowContext(w.ctx, args...)
 }
 
+// event records an event in the events table and publishes it after commit.
 func (w *wtx) event(typ string, jobID int64, queue, kind string, data []byte) {
+	e := app.Event{Type: typ, JobID: jobID, Queue: queue, Kind: kind, At: w.now, Data: data}
+	w.events = append(w.events, e)
+	w.record = append(w.record, e)
+}
+
+// hot publishes an event the job row already tells (submitted, started,
+// succeeded) without writing it to the events table: app.Timeline derives
+// it from the row, and these three would be most of the table's writes.
+func (w *wtx) hot(typ string, jobID int64, queue, kind string, data []byte) {
 	w.events = append(w.events, app.Event{Type: typ, JobID: jobID, Queue: queue, Kind: kind, At: w.now, Data: data})
+}
+
+// attemptEnded records the job.started of j's current attempt, which ends
+// now without success: started_at will not keep it once another attempt
+// starts. It is not published again (the claim did).
+func (w *wtx) attemptEnded(j *app.Job) {
+	if j.Status != app.StatusProcessing || j.StartedAt == nil {
+		return
+	}
+	w.record = append(w.record, app.Event{Type: app.EventStarted, JobID: j.ID, Queue: j.Queue, Kind: j.Kind, At: *j.StartedAt, Data: app.StartedData(j)})
 }
 
 func (w *wtx) count(queue string, completed, failed int64) {

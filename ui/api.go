@@ -333,10 +333,7 @@ func (h *handler) jobEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := h.svc.Store.Lookup(c.Request().Context(), id); err != nil {
-		return err
-	}
-	evs, err := h.svc.Store.JobEvents(c.Request().Context(), id)
+	evs, err := h.svc.Events(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -383,6 +384,10 @@ func testDeleteOldIsBoundedAndScoped(e *env) {
 	e.submitOne("keep", "k")
 	e.complete(e.claimOne("keep"), `1`)
 	e.deadLetter(e.submitOne("old", "k"))
+	for i := 0; i < 3; i++ { // events every store records
+		e.s.SetPaused(e.ctx, "old", true, nil)
+		e.s.SetPaused(e.ctx, "old", false, nil)
+	}
 	e.clock.Advance(2 * time.Hour)
 	fresh := e.submitOne("old", "k")
 	n, err := e.s.DeleteOld(e.ctx, app.DeleteOldRequest{What: app.OldFinished, Before: e.clock.Now().Add(-time.Hour), Except: []string{"keep"}, Limit: 3})
@@ -515,7 +520,7 @@ func testEventsRecordTheLifecycle(e *env) {
 	e.clock.Advance(time.Hour)
 	c = e.claimOne("q")
 	e.complete(c, `1`)
-	evs, err := e.s.JobEvents(e.ctx, j.ID)
+	evs, err := e.service(nil).Events(e.ctx, j.ID) // what the store recorded, completed by app.Timeline
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -527,6 +532,27 @@ func testEventsRecordTheLifecycle(e *env) {
 		if evs[i].Type != want[i] || evs[i].JobID != j.ID || evs[i].Queue != "q" {
 			e.t.Fatalf("event %d = %+v, want %s", i, evs[i], want[i])
 		}
+	}
+	// A snoozed attempt and a dead-lettered one keep their starts too.
+	k := e.submitOne("q2", "k", withMax(1))
+	c = e.claimOne("q2")
+	e.clock.Advance(time.Second)
+	e.s.Snooze(e.ctx, c.ID, c.Lease, 0)
+	e.clock.Advance(time.Second)
+	c = e.claimOne("q2")
+	e.clock.Advance(time.Second)
+	e.fail(c, false)
+	evs, err = e.service(nil).Events(e.ctx, k.ID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var types []string
+	for _, ev := range evs {
+		types = append(types, ev.Type)
+	}
+	want2 := []string{app.EventSubmitted, app.EventStarted, app.EventSnoozed, app.EventStarted, app.EventDeadLettered}
+	if strings.Join(types, " ") != strings.Join(want2, " ") {
+		e.t.Fatalf("timeline of a snoozed, then dead-lettered job: %v, want %v", types, want2)
 	}
 	for i := range want {
 		select {
