@@ -41,6 +41,18 @@ type Client struct {
 	http  *http.Client
 }
 
+// transport keeps connections to the server open for reuse: a worker holds
+// long polls while it heartbeats and acknowledges, and Go's default of two
+// idle connections per host would open (and leave in TIME_WAIT) a new
+// connection for most calls.
+var transport = func() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 256
+	t.MaxIdleConnsPerHost = 128
+	t.IdleConnTimeout = 90 * time.Second
+	return t
+}()
+
 // Option configures New.
 type Option func(*Client)
 
@@ -53,7 +65,7 @@ func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.http = 
 
 // New returns a Client for the server at baseURL (e.g. "http://127.0.0.1:8080").
 func New(baseURL string, opts ...Option) *Client {
-	c := &Client{base: strings.TrimRight(baseURL, "/"), http: &http.Client{Timeout: 90 * time.Second}}
+	c := &Client{base: strings.TrimRight(baseURL, "/"), http: &http.Client{Timeout: 90 * time.Second, Transport: transport}}
 	for _, o := range opts {
 		o(c)
 	}
