@@ -109,7 +109,7 @@ func (w *wtx) insertJob(p *pipe, nj *app.NewJob) *app.Job {
 		if err := row.Scan(&job.ID); err != nil {
 			return err
 		}
-		w.event(app.EventSubmitted, job.ID, job.Queue, job.Kind, nil)
+		w.hot(app.EventSubmitted, job.ID, job.Queue, job.Kind, nil)
 		w.wake = append(w.wake, job.Queue)
 		return nil
 	}, `INSERT INTO jobs (queue, kind, payload, priority, run_at, max_attempts, timeout_ms,
@@ -319,7 +319,7 @@ func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, er
 		sort.Slice(jobs, func(x, y int) bool { return claimOrder(jobs[x], jobs[y]) })
 		out = jobs
 		for _, j := range out {
-			w.event(app.EventStarted, j.ID, j.Queue, j.Kind, app.StartedData(j))
+			w.hot(app.EventStarted, j.ID, j.Queue, j.Kind, app.StartedData(j))
 		}
 		if req.Rate > 0 {
 			left += float64(n - len(out)) // give back what was not used
@@ -425,7 +425,7 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 				if err != nil {
 					return err
 				}
-				w.event(app.EventSucceeded, it.ID, queue, kind, app.FinishedData(utcPtr(started), w.now))
+				w.hot(app.EventSucceeded, it.ID, queue, kind, app.FinishedData(utcPtr(started), w.now))
 				w.count(queue, 1, 0)
 				w.wake = append(w.wake, queue) // a concurrency slot is free
 				return nil
@@ -482,6 +482,7 @@ func (s *Store) Fail(ctx context.Context, req app.FailRequest) (*app.FailResult,
 
 // failAttempt records the failure of j's current attempt and applies app.DecideFail.
 func (w *wtx) failAttempt(j *app.Job, msg string, retry, leaseExpired bool, retryIn time.Duration, backoff app.BackoffFunc) (*app.FailResult, error) {
+	w.attemptEnded(j)
 	j.Errors = app.AppendError(j.Errors, j.Attempts, msg, w.now)
 	d := app.DecideFail(j, retry, leaseExpired, retryIn, backoff, w.now)
 	switch d.Outcome {
@@ -564,6 +565,7 @@ func (s *Store) Snooze(ctx context.Context, id, lease int64, delay time.Duration
 			return err
 		}
 		runAt := ms(w.now.Add(max(delay, 0)))
+		w.attemptEnded(j)
 		job, err = scanJob(w.queryRow(`UPDATE jobs SET status = 'queued', run_at = $1, attempts = attempts - 1,
 				updated_at = $2, lease_expires_at = NULL, worker_id = NULL WHERE id = $3 RETURNING `+jobCols,
 			runAt, w.now, id))
@@ -582,6 +584,7 @@ func (s *Store) Snooze(ctx context.Context, id, lease int64, delay time.Duration
 }
 
 func (w *wtx) finishCancel(j *app.Job) (*app.Job, error) {
+	w.attemptEnded(j)
 	reason := j.CancelReason
 	if reason == "" {
 		reason = app.CancelRequested

@@ -24,7 +24,8 @@ type wtx struct {
 	ctx    context.Context
 	tx     pgx.Tx
 	now    time.Time
-	events []app.Event
+	events []app.Event // published after commit
+	record []app.Event // written to the events table
 	wake   []string
 	counts map[countKey]*countVal
 	queues []string
@@ -136,11 +137,11 @@ func (w *wtx) call(fn func(*wtx) error) (err error) {
 // notifier), not in the transaction.
 func (w *wtx) flush() error {
 	var b pgx.Batch
-	if n := len(w.events); n > 0 {
+	if n := len(w.record); n > 0 {
 		jobIDs := make([]int64, n)
 		queues, kinds, types, data := make([]string, n), make([]string, n), make([]string, n), make([]*string, n)
 		ats := make([]time.Time, n)
-		for i, e := range w.events {
+		for i, e := range w.record {
 			jobIDs[i], queues[i], kinds[i], types[i], ats[i] = e.JobID, e.Queue, e.Kind, e.Type, e.At
 			if len(e.Data) > 0 {
 				d := string(e.Data)
@@ -190,8 +191,26 @@ func (w *wtx) queryRow(q string, args ...any) pgx.Row {
 	return w.tx.QueryRow(w.ctx, q, args...)
 }
 
+// event records an event in the events table and publishes it after commit.
 func (w *wtx) event(typ string, jobID int64, queue, kind string, data []byte) {
+	e := app.Event{Type: typ, JobID: jobID, Queue: queue, Kind: kind, At: w.now, Data: data}
+	w.events = append(w.events, e)
+	w.record = append(w.record, e)
+}
+
+// hot publishes an event the job row already tells (submitted, started,
+// succeeded) without writing it: app.Timeline derives it from the row.
+func (w *wtx) hot(typ string, jobID int64, queue, kind string, data []byte) {
 	w.events = append(w.events, app.Event{Type: typ, JobID: jobID, Queue: queue, Kind: kind, At: w.now, Data: data})
+}
+
+// attemptEnded records the job.started of j's current attempt, which ends
+// now without success (started_at will not keep it once another starts).
+func (w *wtx) attemptEnded(j *app.Job) {
+	if j.Status != app.StatusProcessing || j.StartedAt == nil {
+		return
+	}
+	w.record = append(w.record, app.Event{Type: app.EventStarted, JobID: j.ID, Queue: j.Queue, Kind: j.Kind, At: *j.StartedAt, Data: app.StartedData(j)})
 }
 
 func (w *wtx) count(queue string, completed, failed int64) {
