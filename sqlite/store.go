@@ -117,10 +117,6 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 1000
 	}
-	// Commit with fdatasync, as SQLite's own Linux builds do: the data and
-	// the size reach the disk, only timestamps are left out, and a commit
-	// waits about half as long as with fsync.
-	sqlite.Fdatasync(true)
 	s := &Store{
 		path: path, opts: opts, clock: opts.ClockOrSystem(), bus: opts.Bus,
 		notify: app.NewNotifier(), log: opts.Log,
