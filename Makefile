@@ -26,9 +26,9 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.7.0 ./...
 
-bench: ## Benchmarks: the store's, then the side-by-side comparison with River and goqite (bench/)
+bench: ## Benchmarks: the store's, then queue beside River and goqite (bench/, ~15 min; BENCH_ARGS="-short" or see docs/benchmarks.md)
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./sqlite/
-	@if [ -f bench/go.mod ]; then cd bench && $(GO) run . ; fi
+	@if [ -f bench/go.mod ]; then cd bench && $(GO) run . $(BENCH_ARGS); fi
 
 SOAK_DURATION ?= 10m
 soak: build ## Minutes of producers, workers, kill -9, cancels and replays; exits non-zero on any lost job (not in CI)
