@@ -52,7 +52,7 @@ func TestMaintainedCountsEqualTheRows(t *testing.T) {
 		switch n := rng.IntN(14); n {
 		case 0, 1, 2:
 			what = "submit"
-			nj := app.NewJob{Queue: q, Kind: "k", Payload: json.RawMessage(`1`), MaxAttempts: 2, Timeout: time.Second, RunAt: clock.Now().Add(time.Duration(rng.IntN(3)) * time.Second)}
+			nj := app.NewJob{Queue: q, Kind: []string{"k", "m", "z"}[rng.IntN(3)], Priority: rng.IntN(3) - 1, Payload: json.RawMessage(`1`), MaxAttempts: 2, Timeout: time.Second, RunAt: clock.Now().Add(time.Duration(rng.IntN(3)) * time.Second)}
 			if rng.IntN(4) == 0 {
 				exp := clock.Now().Add(2 * time.Second)
 				nj.ExpiresAt = &exp

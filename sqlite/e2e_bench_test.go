@@ -19,13 +19,17 @@ import (
 // and acknowledges many; it reports completed jobs per second. `make bench`
 // compares the same with River and goqite (bench/).
 func BenchmarkE2E(b *testing.B) {
-	for _, mode := range []string{"full", "normal"} {
+	for _, mode := range []string{"full", "normal", "full-kinds"} {
 		b.Run(mode, func(b *testing.B) {
+			var kinds []string
+			if mode == "full-kinds" { // as a Go worker claims: naming its kinds
+				mode, kinds = "full", []string{"k"}
+			}
 			bus := app.NewBus()
 			s := MustOpen(b, sqlite.Options{Sync: mode, StoreOptions: app.StoreOptions{Bus: bus}})
 			svc := app.NewService(s, nil, nil, bus, zerolog.Nop())
 			var done atomic.Int64
-			pool := &app.Pool{Backend: app.LocalBackend(svc), Queue: "e2e", Concurrency: 1000, Log: zerolog.Nop(),
+			pool := &app.Pool{Backend: app.LocalBackend(svc), Queue: "e2e", Kinds: kinds, Concurrency: 1000, Log: zerolog.Nop(),
 				Handler: func(ctx context.Context, job *app.Job) (any, error) { done.Add(1); return nil, nil }}
 			ctx, cancel := context.WithCancel(b.Context())
 			var wg sync.WaitGroup

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -234,22 +235,16 @@ func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, er
 		if n <= 0 {
 			return nil
 		}
-		leaseExp := `? + timeout_ms`
-		args := []any{ms(w.now)}
+		leaseExp := `:now + timeout_ms`
+		args := []any{sql.Named("now", ms(w.now)), sql.Named("worker", req.WorkerID), sql.Named("queue", req.Queue), sql.Named("n", n)}
 		if req.Timeout > 0 {
-			leaseExp = `? + ?`
-			args = append(args, req.Timeout.Milliseconds())
+			leaseExp = `:now + :timeout`
+			args = append(args, sql.Named("timeout", req.Timeout.Milliseconds()))
 		}
-		args = append(args, req.WorkerID, ms(w.now), ms(w.now), req.Queue, ms(w.now), ms(w.now))
-		kinds := ""
-		if len(req.Kinds) > 0 {
-			kinds = " AND kind IN (" + strings.TrimSuffix(strings.Repeat("?,", len(req.Kinds)), ",") + ")"
-			for _, k := range req.Kinds {
-				args = append(args, k)
-			}
+		for i, k := range req.Kinds {
+			args = append(args, sql.Named("kind"+strconv.Itoa(i), k))
 		}
-		args = append(args, n)
-		rows, err := w.query(claimSQL(leaseExp, kinds), args...)
+		rows, err := w.query(claimSQL(leaseExp, len(req.Kinds)), args...)
 		if err != nil {
 			return err
 		}
@@ -286,14 +281,39 @@ func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, er
 	return out, nil
 }
 
-// claimSQL claims in claim order through jobs_claim, forced with INDEXED BY:
-// the planner might otherwise pick jobs_queued_run_at and sort the whole queue.
-func claimSQL(leaseExp, kinds string) string {
+// claimSQL claims in claim order through jobs_claim (queue, kind,
+// priority, run_at, id). It takes the first rows of each kind (the kinds
+// asked for, :kind0, :kind1, ..., or every kind of the queue, found by a
+// skip-scan of the index) and keeps the first of those, so a claim's cost
+// depends on neither the depth of the queue nor a backlog of other kinds.
+// The index is forced with INDEXED BY (another could need a sort); LIMIT
+// (SELECT :n) keeps SQLite from planning the statement again for every new
+// limit.
+func claimSQL(leaseExp string, kinds int) string {
+	first := func(kind string) string {
+		return `SELECT id FROM jobs INDEXED BY jobs_claim WHERE queue = :queue AND kind = ` + kind + ` AND status = 'queued'
+			AND run_at <= :now AND (expires_at IS NULL OR expires_at > :now) ORDER BY priority, run_at, id LIMIT (SELECT :n)`
+	}
+	var pick string
+	if kinds == 0 {
+		// k holds each kind of the queue once; for each, its first rows.
+		pick = `WITH RECURSIVE k(kind) AS (
+				SELECT (SELECT kind FROM jobs INDEXED BY jobs_claim WHERE queue = :queue AND status = 'queued' ORDER BY kind LIMIT 1)
+				UNION ALL
+				SELECT (SELECT kind FROM jobs INDEXED BY jobs_claim WHERE queue = :queue AND status = 'queued' AND kind > k.kind ORDER BY kind LIMIT 1)
+				FROM k WHERE k.kind IS NOT NULL)
+			SELECT j.id FROM k JOIN jobs j ON j.id IN (` + first("k.kind") + `)
+			WHERE k.kind IS NOT NULL ORDER BY j.priority, j.run_at, j.id LIMIT (SELECT :n)`
+	} else {
+		parts := make([]string, kinds)
+		for i := range parts {
+			parts[i] = `SELECT j.id, j.priority, j.run_at FROM jobs j WHERE j.id IN (` + first(":kind"+strconv.Itoa(i)) + `)`
+		}
+		pick = `SELECT id FROM (` + strings.Join(parts, " UNION ALL ") + `) ORDER BY priority, run_at, id LIMIT (SELECT :n)`
+	}
 	return `UPDATE jobs SET status = 'processing', attempts = attempts + 1, lease = lease + 1,
-			lease_expires_at = ` + leaseExp + `, worker_id = ?, started_at = ?, updated_at = ?
-		WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_claim WHERE queue = ? AND status = 'queued' AND run_at <= ?
-			AND (expires_at IS NULL OR expires_at > ?)` + kinds + `
-			ORDER BY priority, run_at, id LIMIT ?)
+			lease_expires_at = ` + leaseExp + `, worker_id = :worker, started_at = :now, updated_at = :now
+		WHERE id IN (` + pick + `)
 		RETURNING ` + jobCols
 }
 
@@ -344,31 +364,61 @@ func (s *Store) Heartbeat(ctx context.Context, id, lease int64, extend time.Dura
 	return job, nil
 }
 
-// Complete implements app.Store.
+// Complete implements app.Store. One statement completes the whole batch
+// (the items travel as a JSON array), and only the items it did not match
+// are looked at one by one to tell a lost lease from an unknown job.
 func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, error) {
 	errs := make([]error, len(items))
-	err := s.write(ctx, func(w *wtx) error {
-		for i, it := range items {
-			errs[i] = nil
+	type item struct {
+		ID     int64           `json:"id"`
+		Lease  int64           `json:"lease"`
+		Result json.RawMessage `json:"result"`
+	}
+	first := make(map[int64]int, len(items)) // id -> its first item; a repeat is a lost lease
+	list := make([]item, 0, len(items))
+	for i, it := range items {
+		if _, dup := first[it.ID]; dup {
+			continue
+		}
+		first[it.ID] = i
+		list = append(list, item{it.ID, it.Lease, json.RawMessage(rawOrNull(it.Result))})
+	}
+	arg, err := json.Marshal(list)
+	if err != nil {
+		return nil, fmt.Errorf("complete: %w", err)
+	}
+	err = s.write(ctx, func(w *wtx) error {
+		rows, err := w.query(completeSQL, ms(w.now), string(arg))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		done := make(map[int64]bool, len(list))
+		for rows.Next() {
+			var id int64
 			var queue, kind string
 			var started sql.NullInt64
-			err := w.queryRow(`UPDATE jobs SET status = 'done', result = ?, finished_at = ?, updated_at = ?,
-					lease_expires_at = NULL
-				WHERE id = ? AND lease = ? AND status = 'processing' RETURNING queue, kind, started_at`,
-				rawOrNull(it.Result), ms(w.now), ms(w.now), it.ID, it.Lease).Scan(&queue, &kind, &started)
-			if errors.Is(err, sql.ErrNoRows) {
-				if errs[i] = w.fenceErr(it.ID); !errors.Is(errs[i], app.ErrLeaseLost) && !errors.Is(errs[i], app.ErrNotFound) {
-					return errs[i]
-				}
-				continue
-			}
-			if err != nil {
+			if err := rows.Scan(&id, &queue, &kind, &started); err != nil {
 				return err
 			}
-			w.hot(app.EventSucceeded, it.ID, queue, kind, app.FinishedData(fromNullMS(started), w.now))
+			done[id] = true
+			w.hot(app.EventSucceeded, id, queue, kind, app.FinishedData(fromNullMS(started), w.now))
 			w.moved(queue, app.StatusProcessing, app.StatusDone, 1)
 			w.count(queue, 1, 0)
 			w.wake = append(w.wake, queue) // a concurrency slot is free
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows.Close()
+		for i, it := range items {
+			errs[i] = nil
+			if done[it.ID] && first[it.ID] == i {
+				continue
+			}
+			if errs[i] = w.fenceErr(it.ID); !errors.Is(errs[i], app.ErrLeaseLost) && !errors.Is(errs[i], app.ErrNotFound) {
+				return errs[i]
+			}
 		}
 		return nil
 	})
@@ -377,6 +427,14 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 	}
 	return errs, nil
 }
+
+// completeSQL marks done every job of the JSON array ?2 that is processing
+// under the lease given, each with its result, looking each up by id.
+const completeSQL = `UPDATE jobs SET status = 'done', result = v.result, finished_at = ?1, updated_at = ?1,
+		lease_expires_at = NULL
+	FROM (SELECT value ->> 'id' AS id, value ->> 'lease' AS lease, value -> 'result' AS result FROM json_each(?2)) AS v
+	WHERE jobs.id = v.id AND jobs.lease = v.lease AND jobs.status = 'processing'
+	RETURNING jobs.id, jobs.queue, jobs.kind, jobs.started_at`
 
 // processing reads job id if it is processing under lease, else explains.
 func (w *wtx) processing(id, lease int64) (*app.Job, error) {

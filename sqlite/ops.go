@@ -143,18 +143,33 @@ func (s *Store) Stats(ctx context.Context) ([]app.QueueStats, error) {
 
 // queuedByPrioritySQL counts a queue's scheduled jobs (run_at later than
 // ?2) and finds its earliest run_at through the claim index alone: a
-// recursive skip-scan visits each distinct priority (a seek each), then
-// counts the scheduled tail and reads the first run_at of each priority's
-// range. Its cost grows with the number of priorities and of scheduled
-// jobs, not with the depth of the queue.
-const queuedByPrioritySQL = `WITH RECURSIVE p(pr) AS (
-		SELECT (SELECT priority FROM jobs INDEXED BY jobs_claim WHERE queue = ?1 AND status = 'queued' ORDER BY priority LIMIT 1)
+// recursive skip-scan visits each distinct (kind, priority) of the queue (a
+// seek each), then counts the scheduled tail and reads the first run_at of
+// each such range. Its cost grows with the number of kinds and priorities
+// and of scheduled jobs, not with the depth of the queue.
+const queuedByPrioritySQL = `WITH RECURSIVE kp(kind, pr) AS (
+		SELECT (SELECT kind FROM jobs INDEXED BY jobs_claim WHERE queue = ?1 AND status = 'queued' ORDER BY kind LIMIT 1),
+			(SELECT priority FROM jobs INDEXED BY jobs_claim WHERE queue = ?1 AND status = 'queued'
+				AND kind = (SELECT kind FROM jobs INDEXED BY jobs_claim WHERE queue = ?1 AND status = 'queued' ORDER BY kind LIMIT 1)
+				ORDER BY priority LIMIT 1)
 		UNION ALL
-		SELECT (SELECT priority FROM jobs INDEXED BY jobs_claim WHERE queue = ?1 AND status = 'queued' AND priority > p.pr ORDER BY priority LIMIT 1)
-		FROM p WHERE p.pr IS NOT NULL)
-	SELECT coalesce(sum((SELECT count(*) FROM jobs INDEXED BY jobs_claim WHERE queue = ?1 AND status = 'queued' AND priority = p.pr AND run_at > ?2)), 0),
-		min((SELECT run_at FROM jobs INDEXED BY jobs_claim WHERE queue = ?1 AND status = 'queued' AND priority = p.pr ORDER BY run_at LIMIT 1))
-	FROM p WHERE p.pr IS NOT NULL`
+		SELECT CASE WHEN ` + nextPriority + ` IS NOT NULL THEN kp.kind ELSE ` + nextKind + ` END,
+			coalesce(` + nextPriority + `, (SELECT priority FROM jobs INDEXED BY jobs_claim
+				WHERE queue = ?1 AND status = 'queued' AND kind = ` + nextKind + ` ORDER BY priority LIMIT 1))
+		FROM kp WHERE kp.kind IS NOT NULL)
+	SELECT coalesce(sum((SELECT count(*) FROM jobs INDEXED BY jobs_claim
+			WHERE queue = ?1 AND status = 'queued' AND kind = kp.kind AND priority = kp.pr AND run_at > ?2)), 0),
+		min((SELECT run_at FROM jobs INDEXED BY jobs_claim
+			WHERE queue = ?1 AND status = 'queued' AND kind = kp.kind AND priority = kp.pr ORDER BY run_at LIMIT 1))
+	FROM kp WHERE kp.kind IS NOT NULL`
+
+// The seeks of the skip-scan: the next priority of the same kind, and the next kind.
+const (
+	nextPriority = `(SELECT priority FROM jobs INDEXED BY jobs_claim
+		WHERE queue = ?1 AND status = 'queued' AND kind = kp.kind AND priority > kp.pr ORDER BY priority LIMIT 1)`
+	nextKind = `(SELECT kind FROM jobs INDEXED BY jobs_claim
+		WHERE queue = ?1 AND status = 'queued' AND kind > kp.kind ORDER BY kind LIMIT 1)`
+)
 
 func (s *Store) lastMinute(ctx context.Context, tx *sql.Tx, now time.Time, get func(string) *app.QueueStats) error {
 	rows, err := tx.QueryContext(ctx, `SELECT queue, sum(completed), sum(failed) FROM throughput WHERE second > ? GROUP BY queue`, now.Unix()-60)

@@ -232,10 +232,15 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 		s.log.Info().Str("migration", m.Name).Msg("schema migration applied")
 	}
-	for _, t := range triggers.SQLite() {
-		if _, err := s.wconn.ExecContext(ctx, t); err != nil {
-			return fmt.Errorf("install status guard in %s: %w", s.path, mapErr(err))
+	if err := s.execTx(ctx, func() error { // replace the guard whole: never a moment without it
+		for _, t := range triggers.SQLite() {
+			if _, err := s.wconn.ExecContext(ctx, t); err != nil {
+				return err
+			}
 		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("install status guard in %s: %w", s.path, mapErr(err))
 	}
 	return nil
 }

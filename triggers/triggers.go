@@ -15,8 +15,9 @@ import (
 var files embed.FS
 
 // SQLite returns the SQLite guard statements, file by file in name order.
-// Each is idempotent (CREATE TRIGGER IF NOT EXISTS), so stores run them at
-// every start, after the migrations.
+// Each file drops and recreates its triggers, so stores run them at every
+// start, after the migrations, in one transaction: an upgrade replaces an
+// older guard.
 func SQLite() []string { return read("sqlite") }
 
 // Postgres returns the PostgreSQL guard statements, file by file in name order.

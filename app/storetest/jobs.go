@@ -147,6 +147,20 @@ func testClaimOrderIsPriorityRunAtID(e *env) {
 	if !sameIDs(e2, []int64{k2.ID, k1.ID}) {
 		e.t.Fatalf("one-by-one order %v, want %v", e2, []int64{k2.ID, k1.ID})
 	}
+	// Kinds do not change the order: a claim merges them by priority, run_at, id.
+	m1 := e.submitOne("mix", "b", withPriority(2))
+	m2 := e.submitOne("mix", "a", withPriority(2))
+	m3 := e.submitOne("mix", "c", withPriority(-4))
+	m4 := e.submitOne("mix", "a", withPriority(1), withRunAt(early))
+	m5 := e.submitOne("mix", "b", withPriority(1))
+	got = e.claim("mix", 3)
+	if want := []int64{m3.ID, m4.ID, m5.ID}; !sameIDs(ids(got), want) {
+		e.t.Fatalf("claim order over kinds %v, want %v", ids(got), want)
+	}
+	jobs, err := e.s.Claim(e.ctx, app.ClaimRequest{Queue: "mix", Limit: 5, Kinds: []string{"b", "a"}})
+	if want := []int64{m1.ID, m2.ID}; err != nil || !sameIDs(ids(jobs), want) {
+		e.t.Fatalf("claim of kinds b, a: %v %v, want %v", ids(jobs), err, want)
+	}
 }
 
 func testClaimSkipsScheduledExpiredAndKinds(e *env) {
