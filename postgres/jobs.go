@@ -308,11 +308,12 @@ func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, er
 		if !limited { // with a limit the paused flag was read under the lock
 			cond += ` AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ` + queue + ` AND paused)`
 		}
+		var kinds string
 		if len(req.Kinds) > 0 {
-			cond += ` AND kind = ANY(` + a.add(req.Kinds) + `)`
+			kinds = a.add(req.Kinds)
 		}
 		lim := a.add(n)
-		jobs, err := scanJobs(w.query(claimSQL(now, leaseExp, worker, queue, cond, lim), a...))
+		jobs, err := scanJobs(w.query(claimSQL(now, leaseExp, worker, queue, cond, kinds, lim), a...))
 		if err != nil {
 			return err
 		}
@@ -340,15 +341,28 @@ func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, er
 
 // claimSQL is the claim statement: the first n claimable rows of a queue in
 // claim order, locked (skipping rows other transactions hold), moved to
-// processing with a new lease.
-func claimSQL(now, leaseExp, worker, queue, cond, n string) string {
-	return `WITH picked AS (
-			SELECT id FROM jobs
-			WHERE queue = ` + queue + ` AND status = 'queued' AND run_at <= ` + now + `
-				AND (expires_at IS NULL OR expires_at > ` + now + `)` + cond + `
+// processing with a new lease. With kinds (a text[] parameter) it takes the
+// first rows of each kind through jobs_claim_kind and keeps the first of
+// those, so a claim for one kind never walks another kind's backlog.
+func claimSQL(now, leaseExp, worker, queue, cond, kinds, n string) string {
+	claimable := `status = 'queued' AND run_at <= ` + now + `
+				AND (expires_at IS NULL OR expires_at > ` + now + `)` + cond
+	picked := `SELECT id FROM jobs
+			WHERE queue = ` + queue + ` AND ` + claimable + `
 			ORDER BY priority, run_at, id
 			LIMIT ` + n + `
-			FOR UPDATE SKIP LOCKED)
+			FOR UPDATE SKIP LOCKED`
+	if kinds != "" {
+		picked = `SELECT p.id FROM unnest(` + kinds + `::text[]) AS k(kind)
+			CROSS JOIN LATERAL (SELECT id, priority, run_at FROM jobs
+				WHERE queue = ` + queue + ` AND kind = k.kind AND ` + claimable + `
+				ORDER BY priority, run_at, id
+				LIMIT ` + n + `
+				FOR UPDATE SKIP LOCKED) p
+			ORDER BY p.priority, p.run_at, p.id
+			LIMIT ` + n
+	}
+	return `WITH picked AS (` + picked + `)
 		UPDATE jobs j SET status = 'processing', attempts = j.attempts + 1, lease = j.lease + 1,
 			lease_expires_at = ` + leaseExp + `, worker_id = ` + worker + `, started_at = ` + now + `, updated_at = ` + now + `
 		FROM picked WHERE j.id = picked.id
