@@ -16,6 +16,13 @@ import (
 // Submit implements app.Store. Inserts travel in pipelines (one round trip
 // for many jobs); a job with an idempotency key is looked up first.
 func (s *Store) Submit(ctx context.Context, req app.SubmitRequest) ([]app.Submitted, error) {
+	if combinable(req) {
+		return s.combine(req.Jobs)
+	}
+	return s.submit(ctx, req)
+}
+
+func (s *Store) submit(ctx context.Context, req app.SubmitRequest) ([]app.Submitted, error) {
 	var out []app.Submitted
 	err := s.write(ctx, func(w *wtx) error {
 		out = make([]app.Submitted, len(req.Jobs))
@@ -423,35 +430,48 @@ func (s *Store) Heartbeat(ctx context.Context, id, lease int64, extend time.Dura
 // one pipeline; items whose update matched no row are explained after.
 func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, error) {
 	errs := make([]error, len(items))
-	err := s.write(ctx, func(w *wtx) error {
-		p := &pipe{}
-		missed := make([]bool, len(items))
-		for i, it := range items {
-			errs[i] = nil
-			p.queryRow(func(row pgx.Row) error {
-				var queue, kind string
-				var started *time.Time
-				err := row.Scan(&queue, &kind, &started)
-				if errors.Is(err, pgx.ErrNoRows) {
-					missed[i] = true
-					return nil
-				}
-				if err != nil {
-					return err
-				}
-				w.hot(app.EventSucceeded, it.ID, queue, kind, app.FinishedData(utcPtr(started), w.now))
-				w.count(queue, 1, 0)
-				w.wake = append(w.wake, queue) // a concurrency slot is free
-				return nil
-			}, `UPDATE jobs SET status = 'done', result = $1, finished_at = $2, updated_at = $2, lease_expires_at = NULL
-				WHERE id = $3 AND lease = $4 AND status = 'processing' RETURNING queue, kind, started_at`,
-				rawOrNull(it.Result), w.now, it.ID, it.Lease)
+	first := make(map[int64]int, len(items)) // id -> its first item; a repeat is a lost lease
+	var ids, leases []int64
+	var results []string
+	for i, it := range items {
+		if _, dup := first[it.ID]; dup {
+			continue
 		}
-		if err := w.run(p); err != nil {
+		first[it.ID] = i
+		ids, leases, results = append(ids, it.ID), append(leases, it.Lease), append(results, rawOrNull(it.Result))
+	}
+	err := s.write(ctx, func(w *wtx) error {
+		// One statement completes the whole batch; only the items it did not
+		// match are looked at one by one.
+		rows, err := w.query(`UPDATE jobs j SET status = 'done', result = v.result::json, finished_at = $1, updated_at = $1,
+				lease_expires_at = NULL
+			FROM unnest($2::bigint[], $3::bigint[], $4::text[]) AS v(id, lease, result)
+			WHERE j.id = v.id AND j.lease = v.lease AND j.status = 'processing'
+			RETURNING j.id, j.queue, j.kind, j.started_at`, w.now, ids, leases, results)
+		if err != nil {
+			return err
+		}
+		done := make(map[int64]bool, len(ids))
+		for rows.Next() {
+			var id int64
+			var queue, kind string
+			var started *time.Time
+			if err := rows.Scan(&id, &queue, &kind, &started); err != nil {
+				rows.Close()
+				return err
+			}
+			done[id] = true
+			w.hot(app.EventSucceeded, id, queue, kind, app.FinishedData(utcPtr(started), w.now))
+			w.count(queue, 1, 0)
+			w.wake = append(w.wake, queue) // a concurrency slot is free
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
 			return err
 		}
 		for i, it := range items {
-			if !missed[i] {
+			errs[i] = nil
+			if done[it.ID] && first[it.ID] == i {
 				continue
 			}
 			if errs[i] = w.fenceErr(it.ID); !errors.Is(errs[i], app.ErrLeaseLost) && !errors.Is(errs[i], app.ErrNotFound) {

@@ -73,6 +73,8 @@ type Store struct {
 	pending   map[string]struct{} // queues to NOTIFY about (see notifier)
 	kick      chan struct{}       // wakes the notifier
 
+	comb combiner // gathered submissions (group commit)
+
 	mu        sync.Mutex
 	closed    bool
 	ops       sync.WaitGroup // calls in flight
