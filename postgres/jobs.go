@@ -463,7 +463,7 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 			done[id] = true
 			w.hot(app.EventSucceeded, id, queue, kind, app.FinishedData(utcPtr(started), w.now))
 			w.count(queue, 1, 0)
-			w.wake = append(w.wake, queue) // a concurrency slot is free
+			w.freed = append(w.freed, queue) // a concurrency slot is free: wake this node's claimers
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {

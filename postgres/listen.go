@@ -134,8 +134,18 @@ func (s *Store) notifier() {
 			return
 		}
 		s.sendNotify(ctx)
+		// At most one NOTIFY per notifyEvery: under load every commit asks
+		// for one, and each costs the database a statement; a claimer on
+		// another node waits at most this much longer.
+		select {
+		case <-time.After(notifyEvery):
+		case <-s.stop:
+		}
 	}
 }
+
+// notifyEvery is the shortest time between two NOTIFYs of a node.
+const notifyEvery = 2 * time.Millisecond
 
 func (s *Store) sendNotify(ctx context.Context) {
 	s.pendingMu.Lock()

@@ -26,7 +26,8 @@ type wtx struct {
 	now    time.Time
 	events []app.Event // published after commit
 	record []app.Event // written to the events table
-	wake   []string
+	wake   []string // queues with new claimable work: woken here and on every node
+	freed  []string // queues with a free concurrency slot: woken here
 	counts map[countKey]*countVal
 	queues []string
 }
@@ -97,6 +98,7 @@ func (s *Store) writeOnce(ctx context.Context, fn func(*wtx) error) error {
 	}
 	s.bus.Publish(w.events...)
 	s.notify.Notify(w.wake...)
+	s.notify.Notify(w.freed...)
 	s.broadcast(w.wake)
 	if d := time.Since(start); d > time.Second {
 		s.log.Warn().Dur("took", d).Msg("slow write transaction")
