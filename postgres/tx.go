@@ -26,8 +26,8 @@ type wtx struct {
 	now    time.Time
 	events []app.Event // published after commit
 	record []app.Event // written to the events table
-	wake   []string // queues with new claimable work: woken here and on every node
-	freed  []string // queues with a free concurrency slot: woken here
+	wake   []string    // queues with new claimable work: woken here and on every node
+	freed  []string    // queues with a free concurrency slot: woken here
 	counts map[countKey]*countVal
 	queues []string
 }
