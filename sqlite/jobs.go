@@ -74,13 +74,16 @@ func (w *wtx) insertJob(nj *app.NewJob) (*app.Job, error) {
 	if len(payload) == 0 {
 		payload = json.RawMessage("null")
 	}
-	var id int64
-	err := w.queryRow(`INSERT INTO jobs (queue, kind, payload, priority, run_at, max_attempts, timeout_ms,
+	res, err := w.exec(`INSERT INTO jobs (queue, kind, payload, priority, run_at, max_attempts, timeout_ms,
 			expires_at, tags, idempotency_key, replayed_from, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		nj.Queue, nj.Kind, string(payload), nj.Priority, ms(runAt), nj.MaxAttempts, nj.Timeout.Milliseconds(),
 		nullMS(nj.ExpiresAt), encodeList(nj.Tags), nullString(nj.IdempotencyKey), nullInt(nj.ReplayedFrom),
-		ms(now), ms(now)).Scan(&id)
+		ms(now), ms(now))
+	var id int64
+	if err == nil {
+		id, err = res.LastInsertId() // cheaper than RETURNING: no result row to build and read
+	}
 	if err != nil {
 		return nil, err
 	}
