@@ -153,3 +153,19 @@ func TestDoctorWhileServing(t *testing.T) {
 		t.Fatalf("migrate while serving: %v\n%s", err, out)
 	}
 }
+
+// The database, its WAL and the lock file are readable by their owner only.
+func TestDatabaseFilesAreOwnerOnly(t *testing.T) {
+	dir := t.TempDir()
+	p := start(t, dir, "")
+	call("POST", p.url+"/api/jobs", map[string]any{"kind": "k"})
+	for _, name := range []string{"queue.db", "queue.db-wal", "queue.db.lock"} {
+		st, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if perm := st.Mode().Perm(); perm != 0o600 {
+			t.Errorf("%s has mode %v, want 0600", name, perm)
+		}
+	}
+}
