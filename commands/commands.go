@@ -95,18 +95,18 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer, b Build) *cli.App {
 		},
 		ExitErrHandler: func(c *cli.Context, err error) {}, // Run reports errors and picks exit codes
 	}
-	var walk func(cmds []*cli.Command)
-	walk = func(cmds []*cli.Command) {
+	var walk func(cmds []*cli.Command, path string)
+	walk = func(cmds []*cli.Command, path string) {
 		for _, c := range cmds {
-			c.OnUsageError = onUsageError
+			c.OnUsageError = onUsageError(path + " " + c.Name)
 			for _, f := range c.Flags {
 				defaultEnv(f)
 			}
-			walk(c.Subcommands)
+			walk(c.Subcommands, path+" "+c.Name)
 		}
 	}
-	walk(a.Commands)
-	a.OnUsageError = onUsageError
+	walk(a.Commands, "queue")
+	a.OnUsageError = onUsageError("queue")
 	return a
 }
 
@@ -204,14 +204,12 @@ func defaultEnv(f cli.Flag) {
 	}
 }
 
-func onUsageError(c *cli.Context, err error, isSub bool) error {
-	name := c.Command.FullName()
-	if name == "" {
-		name = "queue"
-	} else {
-		name = "queue " + name
+// onUsageError points a wrong flag at the help of the command it was given
+// to, by its whole path (urfave/cli only knows a subcommand's last name).
+func onUsageError(name string) cli.OnUsageErrorFunc {
+	return func(c *cli.Context, err error, isSub bool) error {
+		return usagef("%v (see `%s --help`)", err, name)
 	}
-	return usagef("%v (see `%s --help`)", err, name)
 }
 
 func versionCommand(b Build) *cli.Command {

@@ -31,6 +31,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"nope"}, 2, `unknown command "nope"`},
 		{[]string{}, 2, "give a command"},
 		{[]string{"submit", "--bogus"}, 2, "flag provided but not defined: -bogus"},
+		{[]string{"dlq", "list", "--bogus"}, 2, "see `queue dlq list --help`"},
+		{[]string{"config", "check", "--bogus"}, 2, "see `queue config check --help`"},
 		{[]string{"submit"}, 2, "--kind is required"},
 		{[]string{"submit", "--kind", "k", "--delay", "soon"}, 2, "--delay: invalid duration"},
 		{[]string{"jobs", "show"}, 2, "give one job id"},
@@ -42,6 +44,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"serve", "--config", bad}, 1, "bad.toml:2: queues.mail.max_atempts: unknown key"},
 		{[]string{"config", "check"}, 2, "give one config file"},
 		{[]string{"config", "check", bad}, 1, "max_atempts"},
+		{[]string{"config", "check", "--config", bad}, 1, "max_atempts"},
+		{[]string{"config", "check", "--config", bad, "other.toml"}, 2, "not both"},
 		{[]string{"backup"}, 2, "give the output file"},
 		{[]string{"jobs", "list", "--server", "http://127.0.0.1:1"}, 1, "is `queue serve` running"},
 	} {

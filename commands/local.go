@@ -135,11 +135,17 @@ func configCommand() *cli.Command {
 		Subcommands: []*cli.Command{{
 			Name:      "check",
 			Usage:     "validate a config file and print the next fire times of its periodic jobs",
-			UsageText: "queue config check FILE\n\nExample:\n  queue config check queue.toml",
+			UsageText: "queue config check FILE\n\nExample:\n  queue config check queue.toml\n  queue config check --config /etc/queue/queue.toml",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "config", Usage: "the config file, as `serve --config` takes it (instead of FILE)"},
+			},
 			Action: func(c *cli.Context) error {
 				path := c.Args().First()
-				if path == "" {
-					path = os.Getenv("QUEUE_CONFIG")
+				if flag := c.String("config"); flag != "" {
+					if path != "" && path != flag {
+						return usagef("give the config file once: FILE or --config, not both")
+					}
+					path = flag
 				}
 				if path == "" || c.NArg() > 1 {
 					return usagef("give one config file: `queue config check queue.toml`")
