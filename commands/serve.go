@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -42,8 +43,21 @@ func serveCommand(b Build) *cli.Command {
 			if c.NArg() > 0 {
 				return usagef("serve takes no arguments (got %q); flags go before nothing else", c.Args().First())
 			}
+			tuneGC()
 			return serve(c, b)
 		},
+	}
+}
+
+// serveGCPercent is the server's GOGC unless the environment sets one. The
+// server's live heap is small (a few MB) and every request allocates, so the
+// default 100 spends a tenth of the CPU of a busy server collecting; 300
+// trades a few MB of resident memory for that CPU.
+const serveGCPercent = 300
+
+func tuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(serveGCPercent)
 	}
 }
 
