@@ -6,7 +6,6 @@ package ui
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -739,5 +738,3 @@ func (h *handler) recoverer(next echo.HandlerFunc) echo.HandlerFunc {
 		return next(c)
 	}
 }
-
-var errUnauthorized = errors.New("unauthorized")

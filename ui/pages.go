@@ -353,8 +353,6 @@ func localPath(s string) bool {
 	return err == nil && u.Scheme == "" && u.Host == "" && !strings.ContainsAny(s, "\r\n")
 }
 
-func urlQueryEscape(s string) string { return url.QueryEscape(s) }
-
 // link builds path?k=v&... from pairs, leaving out empty values.
 func link(p string, kv ...string) string {
 	q := url.Values{}

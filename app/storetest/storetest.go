@@ -7,10 +7,7 @@ package storetest
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"sort"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -261,8 +258,3 @@ func sameIDs(a, b []int64) bool {
 	}
 	return true
 }
-
-func errorsIs(err, target error) bool { return errors.Is(err, target) }
-
-var _ = fmt.Sprint
-var _ sync.Mutex
