@@ -8,7 +8,10 @@
 --   queued -> processing | cancelled, processing -> done | queued | cancelled.
 -- Keeping the same status (a heartbeat) is allowed. Errors are raised with
 -- SQLSTATE P0001 (raise_exception) and a message starting "jobs.status:".
--- Idempotent: stores run it at every start, after the migrations.
+-- The triggers' WHEN clauses let through every legal write without calling
+-- the function (a PL/pgSQL call per claimed and completed row cost about 6%
+-- of the e2e benchmark's CPU); the function runs only for a write it refuses,
+-- and names why. Idempotent: stores run it at every start, after the migrations.
 CREATE OR REPLACE FUNCTION jobs_status_guard() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
@@ -35,8 +38,14 @@ $$;
 
 DROP TRIGGER IF EXISTS jobs_status_insert ON jobs;
 CREATE TRIGGER jobs_status_insert BEFORE INSERT ON jobs
-	FOR EACH ROW EXECUTE FUNCTION jobs_status_guard();
+	FOR EACH ROW WHEN (NEW.status IS DISTINCT FROM 'queued')
+	EXECUTE FUNCTION jobs_status_guard();
 
 DROP TRIGGER IF EXISTS jobs_status_update ON jobs;
 CREATE TRIGGER jobs_status_update BEFORE UPDATE OF status ON jobs
-	FOR EACH ROW EXECUTE FUNCTION jobs_status_guard();
+	FOR EACH ROW WHEN (NOT COALESCE(
+		NEW.status = OLD.status
+		OR (OLD.status = 'queued' AND NEW.status IN ('processing', 'cancelled'))
+		OR (OLD.status = 'processing' AND NEW.status IN ('done', 'queued', 'cancelled')),
+		false))
+	EXECUTE FUNCTION jobs_status_guard();
