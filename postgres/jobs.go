@@ -159,7 +159,7 @@ func (s *Store) read(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	if err := fn(tx); err != nil {
-		return mapConnErr(err, tx)
+		return mapConnErr(err, tx.Conn()) // before the deferred rollback gives the connection back
 	}
 	return nil
 }

@@ -76,23 +76,39 @@ func (s *Store) write(ctx context.Context, fn func(*wtx) error) error {
 
 func (s *Store) writeOnce(ctx context.Context, fn func(*wtx) error) error {
 	start := time.Now()
-	tx, err := s.pool.Begin(ctx)
+	// The connection is held until the error is mapped: a pool's transaction
+	// hands its connection back on commit or rollback, after which asking it
+	// whether it was lost would race with its next user.
+	c, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return mapConnErr(err, nil)
 	}
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		err = mapConnErr(err, c.Conn())
+		c.Release()
+		return err
+	}
+	fail := func(err error) error {
+		tx.Rollback(context.WithoutCancel(ctx))
+		err = mapConnErr(err, c.Conn())
+		c.Release()
+		return err
+	}
 	w := &wtx{s: s, ctx: ctx, tx: tx, now: s.now()}
 	if err := w.call(fn); err != nil {
-		tx.Rollback(context.WithoutCancel(ctx))
-		return mapConnErr(err, tx)
+		return fail(err)
 	}
 	if err := w.flush(); err != nil {
-		tx.Rollback(context.WithoutCancel(ctx))
-		return mapConnErr(err, tx)
+		return fail(err)
 	}
 	// The caller giving up now must not leave the outcome unknown.
 	if err := tx.Commit(context.WithoutCancel(ctx)); err != nil {
-		return mapConnErr(err, tx)
+		err = mapConnErr(err, c.Conn())
+		c.Release()
+		return err
 	}
+	c.Release()
 	for _, q := range w.queues {
 		s.known.Store(q, true)
 	}
@@ -111,12 +127,12 @@ func (s *Store) writeOnce(ctx context.Context, fn func(*wtx) error) error {
 
 // mapConnErr is mapErr, and also ErrUnavailable for any error after which
 // the transaction's connection is gone.
-func mapConnErr(err error, tx pgx.Tx) error {
+func mapConnErr(err error, conn *pgx.Conn) error {
 	if retryable(err) {
 		return err // write runs it again
 	}
 	mapped := mapErr(err)
-	if !errors.Is(mapped, app.ErrUnavailable) && tx != nil && tx.Conn() != nil && tx.Conn().IsClosed() {
+	if !errors.Is(mapped, app.ErrUnavailable) && conn != nil && conn.IsClosed() {
 		return fmt.Errorf("%w: connection lost: %v", app.ErrUnavailable, err)
 	}
 	return mapped
