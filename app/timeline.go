@@ -32,8 +32,7 @@ func Timeline(job *Job, recorded []Event) []Event {
 	}
 	if job.StartedAt != nil && job.Attempts > 0 && job.Status != StatusDeadLetter &&
 		!has(EventStarted, func(e *Event) bool { return e.At.Equal(*job.StartedAt) }) {
-		data, _ := json.Marshal(map[string]int64{"attempt": int64(job.Attempts), "lease": job.Lease})
-		add(EventStarted, Event{At: *job.StartedAt, Data: data})
+		add(EventStarted, Event{At: *job.StartedAt, Data: StartedData(job)})
 	}
 	if job.Status == StatusDone && job.FinishedAt != nil && !has(EventSucceeded, nil) {
 		var data json.RawMessage

@@ -2,7 +2,9 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -533,6 +535,7 @@ func testEventsRecordTheLifecycle(e *env) {
 			e.t.Fatalf("event %d = %+v, want %s", i, evs[i], want[i])
 		}
 	}
+	timeline := evs
 	// A snoozed attempt and a dead-lettered one keep their starts too.
 	k := e.submitOne("q2", "k", withMax(1))
 	c = e.claimOne("q2")
@@ -559,6 +562,11 @@ func testEventsRecordTheLifecycle(e *env) {
 		case ev := <-sub.C:
 			if ev.Type != want[i] {
 				e.t.Fatalf("bus event %d = %s, want %s", i, ev.Type, want[i])
+			}
+			// What was published live is what the timeline shows later,
+			// whether the store recorded the event or the row tells it.
+			if !ev.At.Equal(timeline[i].At) || !sameJSON(ev.Data, timeline[i].Data) {
+				e.t.Fatalf("%s: published at %v with %s, timeline says %v with %s", ev.Type, ev.At, ev.Data, timeline[i].At, timeline[i].Data)
 			}
 		case <-time.After(5 * time.Second):
 			e.t.Fatalf("bus event %d (%s) not published", i, want[i])
@@ -624,4 +632,14 @@ func testThroughputCountsCompletedAndFailed(e *env) {
 	if err != nil || len(m) != 1 || m[0].Completed != 2 || m[0].Failed != 1 || m[0].Queue != "tp" || !m[0].Minute.Equal(T0.Truncate(time.Minute)) {
 		e.t.Fatalf("throughput %+v %v", m, err)
 	}
+}
+
+// sameJSON reports whether a and b hold the same JSON value (a store may
+// reformat what it keeps); two empty values are the same.
+func sameJSON(a, b []byte) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return len(a) == len(b)
+	}
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
