@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -188,6 +189,44 @@ type Completion struct {
 	ID     int64           `json:"id"`
 	Lease  int64           `json:"lease"`
 	Result json.RawMessage `json:"result"`
+}
+
+// FirstCompletions is items without repeats of the same id and lease,
+// for a store that completes a batch in one statement. A batch may name a
+// job twice; as if its items ran one by one, the first that holds the job's
+// lease completes it and every other item of that job loses (see
+// SettleCompletions).
+func FirstCompletions(items []Completion) []Completion {
+	type key struct{ id, lease int64 }
+	seen := make(map[key]bool, len(items))
+	out := make([]Completion, 0, len(items))
+	for _, it := range items {
+		if k := (key{it.ID, it.Lease}); !seen[k] {
+			seen[k] = true
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// SettleCompletions answers each item of a batch once the store completed
+// the jobs in done (job id -> the lease it was completed under): nil for the
+// first item of each such job with that lease, and for every other item the
+// reason fence gives (ErrLeaseLost or ErrNotFound). Any other error from
+// fence fails the whole batch.
+func SettleCompletions(items []Completion, done map[int64]int64, fence func(id int64) error) ([]error, error) {
+	errs := make([]error, len(items))
+	answered := make(map[int64]bool, len(done))
+	for i, it := range items {
+		if lease, ok := done[it.ID]; ok && lease == it.Lease && !answered[it.ID] {
+			answered[it.ID] = true
+			continue
+		}
+		if errs[i] = fence(it.ID); !errors.Is(errs[i], ErrLeaseLost) && !errors.Is(errs[i], ErrNotFound) {
+			return nil, errs[i]
+		}
+	}
+	return errs, nil
 }
 
 // FailRequest reports a failed attempt.

@@ -426,41 +426,34 @@ func (s *Store) Heartbeat(ctx context.Context, id, lease int64, extend time.Dura
 	return job, nil
 }
 
-// Complete implements app.Store: the fenced updates of all items travel in
-// one pipeline; items whose update matched no row are explained after.
+// Complete implements app.Store: one statement completes the whole batch;
+// only the items it did not match are looked at one by one.
 func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, error) {
-	errs := make([]error, len(items))
-	first := make(map[int64]int, len(items)) // id -> its first item; a repeat is a lost lease
-	var ids, leases []int64
-	var results []string
-	for i, it := range items {
-		if _, dup := first[it.ID]; dup {
-			continue
-		}
-		first[it.ID] = i
-		ids, leases, results = append(ids, it.ID), append(leases, it.Lease), append(results, rawOrNull(it.Result))
+	first := app.FirstCompletions(items)
+	ids, leases, results := make([]int64, len(first)), make([]int64, len(first)), make([]string, len(first))
+	for i, it := range first {
+		ids[i], leases[i], results[i] = it.ID, it.Lease, rawOrNull(it.Result)
 	}
+	var errs []error
 	err := s.write(ctx, func(w *wtx) error {
-		// One statement completes the whole batch; only the items it did not
-		// match are looked at one by one.
 		rows, err := w.query(`UPDATE jobs j SET status = 'done', result = v.result::json, finished_at = $1, updated_at = $1,
 				lease_expires_at = NULL
 			FROM unnest($2::bigint[], $3::bigint[], $4::text[]) AS v(id, lease, result)
 			WHERE j.id = v.id AND j.lease = v.lease AND j.status = 'processing'
-			RETURNING j.id, j.queue, j.kind, j.started_at`, w.now, ids, leases, results)
+			RETURNING j.id, j.lease, j.queue, j.kind, j.started_at`, w.now, ids, leases, results)
 		if err != nil {
 			return err
 		}
-		done := make(map[int64]bool, len(ids))
+		done := make(map[int64]int64, len(ids)) // job id -> its lease
 		for rows.Next() {
-			var id int64
+			var id, lease int64
 			var queue, kind string
 			var started *time.Time
-			if err := rows.Scan(&id, &queue, &kind, &started); err != nil {
+			if err := rows.Scan(&id, &lease, &queue, &kind, &started); err != nil {
 				rows.Close()
 				return err
 			}
-			done[id] = true
+			done[id] = lease
 			w.hot(app.EventSucceeded, id, queue, kind, app.FinishedData(utcPtr(started), w.now))
 			w.count(queue, 1, 0)
 			w.freed = append(w.freed, queue) // a concurrency slot is free: wake this node's claimers
@@ -469,16 +462,8 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		for i, it := range items {
-			errs[i] = nil
-			if done[it.ID] && first[it.ID] == i {
-				continue
-			}
-			if errs[i] = w.fenceErr(it.ID); !errors.Is(errs[i], app.ErrLeaseLost) && !errors.Is(errs[i], app.ErrNotFound) {
-				return errs[i]
-			}
-		}
-		return nil
+		errs, err = app.SettleCompletions(items, done, w.fenceErr)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("complete: %w", mapErr(err))

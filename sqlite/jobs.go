@@ -371,40 +371,30 @@ func (s *Store) Heartbeat(ctx context.Context, id, lease int64, extend time.Dura
 // (the items travel as a JSON array), and only the items it did not match
 // are looked at one by one to tell a lost lease from an unknown job.
 func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, error) {
-	errs := make([]error, len(items))
-	type item struct {
-		ID     int64           `json:"id"`
-		Lease  int64           `json:"lease"`
-		Result json.RawMessage `json:"result"`
+	first := app.FirstCompletions(items)
+	for i := range first {
+		first[i].Result = json.RawMessage(rawOrNull(first[i].Result))
 	}
-	first := make(map[int64]int, len(items)) // id -> its first item; a repeat is a lost lease
-	list := make([]item, 0, len(items))
-	for i, it := range items {
-		if _, dup := first[it.ID]; dup {
-			continue
-		}
-		first[it.ID] = i
-		list = append(list, item{it.ID, it.Lease, json.RawMessage(rawOrNull(it.Result))})
-	}
-	arg, err := json.Marshal(list)
+	arg, err := json.Marshal(first)
 	if err != nil {
 		return nil, fmt.Errorf("complete: %w", err)
 	}
+	var errs []error
 	err = s.write(ctx, func(w *wtx) error {
 		rows, err := w.query(completeSQL, ms(w.now), string(arg))
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		done := make(map[int64]bool, len(list))
+		done := make(map[int64]int64, len(first)) // job id -> its lease
 		for rows.Next() {
-			var id int64
+			var id, lease int64
 			var queue, kind string
 			var started sql.NullInt64
-			if err := rows.Scan(&id, &queue, &kind, &started); err != nil {
+			if err := rows.Scan(&id, &lease, &queue, &kind, &started); err != nil {
 				return err
 			}
-			done[id] = true
+			done[id] = lease
 			w.hot(app.EventSucceeded, id, queue, kind, app.FinishedData(fromNullMS(started), w.now))
 			w.moved(queue, app.StatusProcessing, app.StatusDone, 1)
 			w.count(queue, 1, 0)
@@ -414,16 +404,8 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 			return err
 		}
 		rows.Close()
-		for i, it := range items {
-			errs[i] = nil
-			if done[it.ID] && first[it.ID] == i {
-				continue
-			}
-			if errs[i] = w.fenceErr(it.ID); !errors.Is(errs[i], app.ErrLeaseLost) && !errors.Is(errs[i], app.ErrNotFound) {
-				return errs[i]
-			}
-		}
-		return nil
+		errs, err = app.SettleCompletions(items, done, w.fenceErr)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("complete: %w", mapErr(err))
@@ -432,12 +414,13 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 }
 
 // completeSQL marks done every job of the JSON array ?2 that is processing
-// under the lease given, each with its result, looking each up by id.
+// under the lease given, each with its result, looking each up by id. Items
+// are distinct (id, lease) pairs, so at most one matches a job.
 const completeSQL = `UPDATE jobs SET status = 'done', result = v.result, finished_at = ?1, updated_at = ?1,
 		lease_expires_at = NULL
 	FROM (SELECT value ->> 'id' AS id, value ->> 'lease' AS lease, value -> 'result' AS result FROM json_each(?2)) AS v
 	WHERE jobs.id = v.id AND jobs.lease = v.lease AND jobs.status = 'processing'
-	RETURNING jobs.id, jobs.queue, jobs.kind, jobs.started_at`
+	RETURNING jobs.id, jobs.lease, jobs.queue, jobs.kind, jobs.started_at`
 
 // processing reads job id if it is processing under lease, else explains.
 func (w *wtx) processing(id, lease int64) (*app.Job, error) {

@@ -451,6 +451,24 @@ func testCompleteBatchFencesEachItem(e *env) {
 	if e.get(jobs[0].ID).Status != app.StatusDone || e.get(jobs[1].ID).Status != app.StatusProcessing || e.get(jobs[2].ID).Status != app.StatusDone {
 		e.t.Fatalf("statuses after batch: %s %s %s", e.get(jobs[0].ID).Status, e.get(jobs[1].ID).Status, e.get(jobs[2].ID).Status)
 	}
+	// One job named three times, as if the items ran one by one: a stale
+	// lease loses, the lease holder completes it, and its repeat loses.
+	j := e.submitOne("q2", "k")
+	c := e.claimOne("q2")
+	errs, err = e.s.Complete(e.ctx, []app.Completion{
+		{ID: j.ID, Lease: c.Lease - 1},
+		{ID: j.ID, Lease: c.Lease, Result: json.RawMessage(`"first"`)},
+		{ID: j.ID, Lease: c.Lease, Result: json.RawMessage(`"again"`)},
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if !errors.Is(errs[0], app.ErrLeaseLost) || errs[1] != nil || !errors.Is(errs[2], app.ErrLeaseLost) {
+		e.t.Fatalf("per-item results for one job named thrice %v, want [lease_lost nil lease_lost]", errs)
+	}
+	if got := e.get(j.ID); got.Status != app.StatusDone || string(got.Result) != `"first"` {
+		e.t.Fatalf("job named thrice: status %s result %s, want done with \"first\"", got.Status, got.Result)
+	}
 }
 
 func testFailRetriesWithBackoff(e *env) {
