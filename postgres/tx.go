@@ -76,39 +76,31 @@ func (s *Store) write(ctx context.Context, fn func(*wtx) error) error {
 
 func (s *Store) writeOnce(ctx context.Context, fn func(*wtx) error) error {
 	start := time.Now()
-	// The connection is held until the error is mapped: a pool's transaction
-	// hands its connection back on commit or rollback, after which asking it
-	// whether it was lost would race with its next user.
+	// The write holds its connection itself, to the end: a pool's
+	// transaction would hand it back on commit or rollback, and asking it
+	// afterwards whether it was lost would race with its next user.
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return mapConnErr(err, nil)
 	}
+	defer c.Release()
 	tx, err := c.Begin(ctx)
 	if err != nil {
-		err = mapConnErr(err, c.Conn())
-		c.Release()
-		return err
-	}
-	fail := func(err error) error {
-		tx.Rollback(context.WithoutCancel(ctx))
-		err = mapConnErr(err, c.Conn())
-		c.Release()
-		return err
+		return mapConnErr(err, c.Conn())
 	}
 	w := &wtx{s: s, ctx: ctx, tx: tx, now: s.now()}
-	if err := w.call(fn); err != nil {
-		return fail(err)
+	err = w.call(fn)
+	if err == nil {
+		err = w.flush()
 	}
-	if err := w.flush(); err != nil {
-		return fail(err)
+	if err != nil {
+		tx.Rollback(context.WithoutCancel(ctx))
+		return mapConnErr(err, c.Conn())
 	}
 	// The caller giving up now must not leave the outcome unknown.
 	if err := tx.Commit(context.WithoutCancel(ctx)); err != nil {
-		err = mapConnErr(err, c.Conn())
-		c.Release()
-		return err
+		return mapConnErr(err, c.Conn())
 	}
-	c.Release()
 	for _, q := range w.queues {
 		s.known.Store(q, true)
 	}
