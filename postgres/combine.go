@@ -86,15 +86,13 @@ func (s *Store) drainSubmissions() {
 
 func (s *Store) writeSubmissions(batch []*submitCall) {
 	ctx := context.Background()
-	err := s.write(ctx, func(w *wtx) error {
-		p := &pipe{}
+	err := s.writePiped(ctx, func(w *wtx, p *pipe) {
 		for _, c := range batch {
 			c.out = make([]app.Submitted, len(c.jobs))
 			for i := range c.jobs {
 				c.out[i] = app.Submitted{Job: w.insertJob(p, &c.jobs[i])}
 			}
 		}
-		return w.run(p)
 	})
 	if err != nil && len(batch) > 1 {
 		// Something in the batch failed: write each on its own, so one bad

@@ -262,88 +262,122 @@ func (s *Store) JobEvents(ctx context.Context, id int64) ([]app.Event, error) {
 // check, so the limit holds across nodes; without one nothing is serialized.
 func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, error) {
 	var out []*app.Job
-	err := s.write(ctx, func(w *wtx) error {
-		out = nil
-		n := max(req.Limit, 1)
-		limited := req.Concurrency > 0 || req.Rate > 0
-		var tokens *float64
-		var rateAt *time.Time
-		if limited {
-			if err := w.lock("claim", req.Queue); err != nil {
+	var err error
+	if req.Concurrency <= 0 && req.Rate <= 0 {
+		// One statement (the paused flag is one of its conditions): sent
+		// with its BEGIN and COMMIT in one round trip.
+		err = s.writePiped(ctx, func(w *wtx, p *pipe) {
+			out = nil
+			q, a := w.claimStatement(req, max(req.Limit, 1), false)
+			p.query(func(rows pgx.Rows) error {
+				jobs, err := scanJobs(rows, nil)
+				out = w.started(jobs)
 				return err
-			}
-			var paused bool
-			err := w.queryRow(`SELECT paused, rate_tokens, rate_at FROM queues WHERE name = $1`, req.Queue).Scan(&paused, &tokens, &rateAt)
-			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-				return err
-			}
-			if paused {
-				return nil
-			}
-		}
-		if req.Concurrency > 0 {
-			var busy int
-			if err := w.queryRow(`SELECT count(*) FROM jobs WHERE status = 'processing' AND queue = $1`, req.Queue).Scan(&busy); err != nil {
-				return err
-			}
-			n = min(n, req.Concurrency-busy)
-		}
-		var left float64
-		if req.Rate > 0 && n > 0 {
-			var then time.Time
-			if rateAt != nil {
-				then = *rateAt
-			}
-			var have float64
-			if tokens != nil {
-				have = *tokens
-			}
-			n, left = app.RateTake(have, then, w.now, req.Rate, req.Burst, n)
-		}
-		if n <= 0 {
-			return nil
-		}
-		a := args{}
-		now := a.add(w.now) + "::timestamptz"
-		leaseExp := now + ` + j.timeout_ms * interval '1 millisecond'`
-		if req.Timeout > 0 {
-			leaseExp = now + ` + ` + a.add(req.Timeout.Milliseconds()) + `::bigint * interval '1 millisecond'`
-		}
-		worker := a.add(nullString(clean(req.WorkerID)))
-		queue := a.add(req.Queue)
-		cond := ""
-		if !limited { // with a limit the paused flag was read under the lock
-			cond += ` AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ` + queue + ` AND paused)`
-		}
-		var kinds string
-		if len(req.Kinds) > 0 {
-			kinds = a.add(req.Kinds)
-		}
-		lim := a.add(n)
-		jobs, err := scanJobs(w.query(claimSQL(now, leaseExp, worker, queue, cond, kinds, lim), a...))
-		if err != nil {
-			return err
-		}
-		sort.Slice(jobs, func(x, y int) bool { return claimOrder(jobs[x], jobs[y]) })
-		out = jobs
-		for _, j := range out {
-			w.hot(app.EventStarted, j.ID, j.Queue, j.Kind, app.StartedData(j))
-		}
-		if req.Rate > 0 {
-			left += float64(n - len(out)) // give back what was not used
-			if _, err := w.exec(`INSERT INTO queues (name, rate_tokens, rate_at) VALUES ($1, $2, $3)
-				ON CONFLICT (name) DO UPDATE SET rate_tokens = excluded.rate_tokens, rate_at = excluded.rate_at`,
-				req.Queue, left, w.now); err != nil {
-				return err
-			}
-			w.queues = append(w.queues, req.Queue)
-		}
-		return nil
-	})
+			}, q, a...)
+		})
+	} else {
+		err = s.write(ctx, func(w *wtx) error {
+			out = nil
+			var e error
+			out, e = w.claimLimited(req)
+			return e
+		})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("claim from %s: %w", req.Queue, mapErr(err))
 	}
 	return out, nil
+}
+
+// claimLimited claims under a concurrency or rate limit, holding the
+// queue's advisory lock from the check to the claim.
+func (w *wtx) claimLimited(req app.ClaimRequest) ([]*app.Job, error) {
+	n := max(req.Limit, 1)
+	var tokens *float64
+	var rateAt *time.Time
+	if err := w.lock("claim", req.Queue); err != nil {
+		return nil, err
+	}
+	var paused bool
+	err := w.queryRow(`SELECT paused, rate_tokens, rate_at FROM queues WHERE name = $1`, req.Queue).Scan(&paused, &tokens, &rateAt)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return nil, err
+	}
+	if paused {
+		return nil, nil
+	}
+	if req.Concurrency > 0 {
+		var busy int
+		if err := w.queryRow(`SELECT count(*) FROM jobs WHERE status = 'processing' AND queue = $1`, req.Queue).Scan(&busy); err != nil {
+			return nil, err
+		}
+		n = min(n, req.Concurrency-busy)
+	}
+	var left float64
+	if req.Rate > 0 && n > 0 {
+		var then time.Time
+		if rateAt != nil {
+			then = *rateAt
+		}
+		var have float64
+		if tokens != nil {
+			have = *tokens
+		}
+		n, left = app.RateTake(have, then, w.now, req.Rate, req.Burst, n)
+	}
+	if n <= 0 {
+		return nil, nil
+	}
+	q, a := w.claimStatement(req, n, true)
+	jobs, err := scanJobs(w.query(q, a...))
+	if err != nil {
+		return nil, err
+	}
+	out := w.started(jobs)
+	if req.Rate > 0 {
+		left += float64(n - len(out)) // give back what was not used
+		if _, err := w.exec(`INSERT INTO queues (name, rate_tokens, rate_at) VALUES ($1, $2, $3)
+			ON CONFLICT (name) DO UPDATE SET rate_tokens = excluded.rate_tokens, rate_at = excluded.rate_at`,
+			req.Queue, left, w.now); err != nil {
+			return nil, err
+		}
+		w.queues = append(w.queues, req.Queue)
+	}
+	return out, nil
+}
+
+// claimStatement is the claim of up to n jobs for req and its arguments.
+// Unless locked (a limited claim read the paused flag under the queue's
+// lock), a paused queue is one of its conditions.
+func (w *wtx) claimStatement(req app.ClaimRequest, n int, locked bool) (string, args) {
+	a := args{}
+	now := a.add(w.now) + "::timestamptz"
+	leaseExp := now + ` + j.timeout_ms * interval '1 millisecond'`
+	if req.Timeout > 0 {
+		leaseExp = now + ` + ` + a.add(req.Timeout.Milliseconds()) + `::bigint * interval '1 millisecond'`
+	}
+	worker := a.add(nullString(clean(req.WorkerID)))
+	queue := a.add(req.Queue)
+	cond := ""
+	if !locked {
+		cond += ` AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ` + queue + ` AND paused)`
+	}
+	var kinds string
+	if len(req.Kinds) > 0 {
+		kinds = a.add(req.Kinds)
+	}
+	lim := a.add(n)
+	return claimSQL(now, leaseExp, worker, queue, cond, kinds, lim), a
+}
+
+// started puts claimed jobs in claim order and publishes (after commit)
+// their job.started.
+func (w *wtx) started(jobs []*app.Job) []*app.Job {
+	sort.Slice(jobs, func(x, y int) bool { return claimOrder(jobs[x], jobs[y]) })
+	for _, j := range jobs {
+		w.hot(app.EventStarted, j.ID, j.Queue, j.Kind, app.StartedData(j))
+	}
+	return jobs
 }
 
 // claimSQL is the claim statement: the first n claimable rows of a queue in

@@ -1,0 +1,37 @@
+package postgres
+
+import (
+	"testing"
+
+	"github.com/queuehq/queue/app"
+)
+
+// A piped write (BEGIN, its statements and COMMIT in one round trip) is
+// all or nothing: when a statement fails, the ones before it are undone,
+// and the connection goes back to the pool out of the failed transaction,
+// ready for the next write (one connection, so the next write gets it).
+func TestPipedWriteFailsWhole(t *testing.T) {
+	s := mustOpen(t, Options{MaxConns: 1})
+	bad := newJob("q")
+	bad.Kind = "k\x00" // PostgreSQL refuses the NUL byte
+	err := s.writePiped(t.Context(), func(w *wtx, p *pipe) {
+		w.insertJob(p, &[]app.NewJob{newJob("q")}[0])
+		w.insertJob(p, &bad)
+		w.insertJob(p, &[]app.NewJob{newJob("q")}[0])
+	})
+	if err == nil {
+		t.Fatal("piped write with a refused statement succeeded")
+	}
+	stats, err := s.Stats(t.Context())
+	if err != nil || len(stats) != 0 {
+		t.Fatalf("after the failed write: stats %+v %v, want no queue and no job", stats, err)
+	}
+	out, err := s.Submit(t.Context(), app.SubmitRequest{Jobs: []app.NewJob{newJob("q")}})
+	if err != nil || len(out) != 1 {
+		t.Fatalf("submit after the failed write: %v %v", out, err)
+	}
+	jobs, err := s.Claim(t.Context(), app.ClaimRequest{Queue: "q", WorkerID: "w", Limit: 10})
+	if err != nil || len(jobs) != 1 || jobs[0].ID != out[0].Job.ID || jobs[0].Status != app.StatusProcessing {
+		t.Fatalf("claim after the failed write: %+v %v, want job %d processing", jobs, err, out[0].Job.ID)
+	}
+}
