@@ -87,10 +87,18 @@ func (s *Store) drainSubmissions() {
 func (s *Store) writeSubmissions(batch []*submitCall) {
 	ctx := context.Background()
 	err := s.writePiped(ctx, func(w *wtx, p *pipe) {
+		var all []*app.NewJob
+		for _, c := range batch {
+			for i := range c.jobs {
+				all = append(all, &c.jobs[i])
+			}
+		}
+		jobs := w.insertJobs(p, all)
 		for _, c := range batch {
 			c.out = make([]app.Submitted, len(c.jobs))
-			for i := range c.jobs {
-				c.out[i] = app.Submitted{Job: w.insertJob(p, &c.jobs[i])}
+			for i := range c.out {
+				c.out[i] = app.Submitted{Job: jobs[0]}
+				jobs = jobs[1:]
 			}
 		}
 	})
