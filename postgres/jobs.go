@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -498,8 +499,16 @@ func claimOrder(a, b *app.Job) bool {
 // fenceErr explains why a fenced update of job id matched no row:
 // ErrLeaseLost if the job exists (in either table), else ErrNotFound.
 func (w *wtx) fenceErr(id int64) error {
+	return fenceErr(w.queryRow(fenceSQL, id), id)
+}
+
+// fenceSQL finds job id in either table.
+const fenceSQL = `SELECT 1 FROM jobs WHERE id = $1 UNION ALL SELECT 1 FROM dead_letter_jobs WHERE id = $1 LIMIT 1`
+
+// fenceErr is the explanation of w.fenceErr from row, the result of fenceSQL.
+func fenceErr(row pgx.Row, id int64) error {
 	var one int
-	err := w.queryRow(`SELECT 1 FROM jobs WHERE id = $1 UNION ALL SELECT 1 FROM dead_letter_jobs WHERE id = $1 LIMIT 1`, id).Scan(&one)
+	err := row.Scan(&one)
 	switch {
 	case err == nil:
 		return fmt.Errorf("job %d: %w", id, app.ErrLeaseLost)
@@ -543,36 +552,46 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 	for i, it := range first {
 		ids[i], leases[i], results[i] = it.ID, it.Lease, rawOrNull(it.Result)
 	}
-	var errs []error
-	err := s.write(ctx, func(w *wtx) error {
-		rows, err := w.query(`UPDATE jobs j SET status = 'done', result = v.result::json, finished_at = $1, updated_at = $1,
-				lease_expires_at = NULL
-			FROM unnest($2::bigint[], $3::bigint[], $4::text[]) AS v(id, lease, result)
-			WHERE j.id = v.id AND j.lease = v.lease AND j.status = 'processing'
-			RETURNING j.id, j.lease, j.queue, j.kind, j.started_at`, w.now, ids, leases, results)
-		if err != nil {
-			return err
-		}
-		done := make(map[int64]int64, len(ids)) // job id -> its lease
-		for rows.Next() {
-			var id, lease int64
-			var queue, kind string
-			var started *time.Time
-			if err := rows.Scan(&id, &lease, &queue, &kind, &started); err != nil {
-				rows.Close()
-				return err
+	var done map[int64]int64 // job id -> its lease
+	err := s.writePiped(ctx, func(w *wtx, p *pipe) {
+		// The counts of the last minute are upserted by the same statement
+		// (a piped write has nothing to flush after its statements), each
+		// connection into its own shard as count does.
+		p.query(func(rows pgx.Rows) error {
+			done = make(map[int64]int64, len(ids))
+			for rows.Next() {
+				var id, lease int64
+				var queue, kind string
+				var started *time.Time
+				if err := rows.Scan(&id, &lease, &queue, &kind, &started); err != nil {
+					return err
+				}
+				done[id] = lease
+				w.hot(app.EventSucceeded, id, queue, kind, app.FinishedData(utcPtr(started), w.now))
+				w.freed = append(w.freed, queue) // a concurrency slot is free: wake this node's claimers
 			}
-			done[id] = lease
-			w.hot(app.EventSucceeded, id, queue, kind, app.FinishedData(utcPtr(started), w.now))
-			w.count(queue, 1, 0)
-			w.freed = append(w.freed, queue) // a concurrency slot is free: wake this node's claimers
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		errs, err = app.SettleCompletions(items, done, w.fenceErr)
-		return err
+			return rows.Err()
+		}, `WITH done AS (
+				UPDATE jobs j SET status = 'done', result = v.result::json, finished_at = $1, updated_at = $1,
+					lease_expires_at = NULL
+				FROM unnest($2::bigint[], $3::bigint[], $4::text[]) AS v(id, lease, result)
+				WHERE j.id = v.id AND j.lease = v.lease AND j.status = 'processing'
+				RETURNING j.id, j.lease, j.queue, j.kind, j.started_at),
+			counted AS (
+				INSERT INTO throughput (queue, second, shard, completed, failed)
+				SELECT queue, $5, (pg_backend_pid() % `+strconv.Itoa(throughputShards)+`)::smallint, count(*), 0
+				FROM done GROUP BY queue ORDER BY queue
+				ON CONFLICT (queue, second, shard) DO UPDATE SET completed = throughput.completed + excluded.completed)
+			SELECT id, lease, queue, kind, started_at FROM done`,
+			w.now, ids, leases, results, time.Unix(w.now.Unix(), 0).UTC())
+	})
+	if err != nil {
+		return nil, fmt.Errorf("complete: %w", mapErr(err))
+	}
+	// Why an item was not completed is read after the commit: the answer
+	// (lease lost, or no such job) does not change what was written.
+	errs, err := app.SettleCompletions(items, done, func(id int64) error {
+		return fenceErr(s.pool.QueryRow(ctx, fenceSQL, id), id)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("complete: %w", mapErr(err))
