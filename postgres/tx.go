@@ -61,12 +61,18 @@ func BackendPID(ctx context.Context) (uint32, bool) {
 // at once) runs again, up to a few times. Connection errors are not retried;
 // they come back wrapping app.ErrUnavailable.
 func (s *Store) write(ctx context.Context, fn func(*wtx) error) error {
+	return s.retrying(ctx, func() error { return s.writeOnce(ctx, fn) })
+}
+
+// retrying runs once, again after a short random pause while it fails with
+// an error worth retrying, at most five times.
+func (s *Store) retrying(ctx context.Context, once func() error) error {
 	if err := s.enter(); err != nil {
 		return err
 	}
 	defer s.leave()
 	for attempt := 1; ; attempt++ {
-		err := s.writeOnce(ctx, fn)
+		err := once()
 		if err == nil || attempt >= 5 || !retryable(err) || ctx.Err() != nil {
 			return err
 		}
@@ -127,20 +133,10 @@ func (w *wtx) committed(start time.Time) {
 // writePiped is write for a transaction whose statements are all known
 // before any runs (fn queues them into p) and whose results leave nothing
 // to flush (no recorded events, no counts): BEGIN, the statements and
-// COMMIT reach the server in one round trip instead of three. The
-// submission combiner writes this way.
+// COMMIT reach the server in one round trip instead of three. Gathered
+// submissions, claims without limits and batch completions write this way.
 func (s *Store) writePiped(ctx context.Context, fn func(*wtx, *pipe)) error {
-	if err := s.enter(); err != nil {
-		return err
-	}
-	defer s.leave()
-	for attempt := 1; ; attempt++ {
-		err := s.writePipedOnce(ctx, fn)
-		if err == nil || attempt >= 5 || !retryable(err) || ctx.Err() != nil {
-			return err
-		}
-		time.Sleep(time.Duration(rand.IntN(5*attempt)+1) * time.Millisecond)
-	}
+	return s.retrying(ctx, func() error { return s.writePipedOnce(ctx, fn) })
 }
 
 func (s *Store) writePipedOnce(ctx context.Context, fn func(*wtx, *pipe)) error {
