@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -102,7 +103,7 @@ func (s *Store) writeSubmissions(batch []*submitCall) {
 			}
 		}
 	})
-	if err != nil && len(batch) > 1 {
+	if err != nil && len(batch) > 1 && !errors.Is(err, errCommittedUnread) {
 		// Something in the batch failed: write each on its own, so one bad
 		// submission fails alone.
 		for _, c := range batch {

@@ -132,9 +132,12 @@ func (w *wtx) committed(start time.Time) {
 
 // writePiped is write for a transaction whose statements are all known
 // before any runs (fn queues them into p) and whose results leave nothing
-// to flush (no recorded events, no counts): BEGIN, the statements and
-// COMMIT reach the server in one round trip instead of three. Gathered
-// submissions, claims without limits and batch completions write this way.
+// to flush (its callbacks must not record events or count): BEGIN, the
+// statements and COMMIT reach the server in one round trip instead of
+// three. Gathered submissions, claims without limits and batch completions
+// write this way. A statement the server refuses undoes the whole write; a
+// result that fails to be read here, after the server committed, gives
+// errCommittedUnread.
 func (s *Store) writePiped(ctx context.Context, fn func(*wtx, *pipe)) error {
 	return s.retrying(ctx, func() error { return s.writePipedOnce(ctx, fn) })
 }
@@ -158,20 +161,29 @@ func (s *Store) writePipedOnce(ctx context.Context, fn func(*wtx, *pipe)) error 
 	bctx := context.WithoutCancel(ctx)
 	br := c.SendBatch(bctx, &b)
 	_, err = br.Exec()
+	var readErr error // reading a result failed here, not on the server
 	for _, then := range p.then {
 		if err != nil {
 			break
 		}
-		err = w.call(func(*wtx) error { return then(br) })
+		if err = w.call(func(*wtx) error { return then(br) }); err != nil {
+			var pe *pgconn.PgError
+			if !errors.As(err, &pe) {
+				readErr = err
+			}
+		}
 	}
 	if err == nil {
 		_, err = br.Exec() // COMMIT
 	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
+	cerr := br.Close() // reads what is left, COMMIT included
+	if readErr != nil && cerr == nil && !c.Conn().IsClosed() {
+		// The server ran every statement and the COMMIT: the write stands,
+		// and its caller must not write it again.
+		return fmt.Errorf("%w (%v)", errCommittedUnread, readErr)
 	}
-	if err == nil && len(w.record)+len(w.counts) > 0 {
-		err = errors.New("piped write collected events or counts to flush") // a bug, never committed
+	if err == nil {
+		err = cerr
 	}
 	if err != nil {
 		// A failed statement leaves the transaction open and aborted (the
@@ -182,6 +194,10 @@ func (s *Store) writePipedOnce(ctx context.Context, fn func(*wtx, *pipe)) error 
 	w.committed(start)
 	return nil
 }
+
+// errCommittedUnread says a piped write committed but reading one of its
+// results failed: unlike other errors of a write, this one changed data.
+var errCommittedUnread = fmt.Errorf("%w: the write was committed, but its results could not be read", app.ErrUnavailable)
 
 // mapConnErr is mapErr, and also ErrUnavailable for any error after which
 // the transaction's connection is gone.

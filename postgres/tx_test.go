@@ -1,7 +1,10 @@
 package postgres
 
 import (
+	"errors"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/queuehq/queue/app"
 )
@@ -33,5 +36,30 @@ func TestPipedWriteFailsWhole(t *testing.T) {
 	jobs, err := s.Claim(t.Context(), app.ClaimRequest{Queue: "q", WorkerID: "w", Limit: 10})
 	if err != nil || len(jobs) != 1 || jobs[0].ID != out[0].Job.ID || jobs[0].Status != app.StatusProcessing {
 		t.Fatalf("claim after the failed write: %+v %v, want job %d processing", jobs, err, out[0].Job.ID)
+	}
+}
+
+// A result that fails to be read in this process does not undo a piped
+// write the server committed: the error says so (errCommittedUnread, an
+// ErrUnavailable), so the combiner does not write the submissions again.
+func TestPipedWriteCommittedButUnread(t *testing.T) {
+	s := mustOpen(t, Options{MaxConns: 1})
+	err := s.writePiped(t.Context(), func(w *wtx, p *pipe) {
+		p.queryRow(func(row pgx.Row) error {
+			var name string
+			row.Scan(&name)
+			return errors.New("the result could not be used")
+		}, `INSERT INTO queues (name) VALUES ('written') RETURNING name`)
+	})
+	if !errors.Is(err, errCommittedUnread) || !errors.Is(err, app.ErrUnavailable) {
+		t.Fatalf("got %v, want errCommittedUnread", err)
+	}
+	var n int
+	if err := s.pool.QueryRow(t.Context(), `SELECT count(*) FROM queues WHERE name = 'written'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("queue row count %d %v, want the committed row", n, err)
+	}
+	// The one connection is usable again.
+	if _, err := s.Submit(t.Context(), app.SubmitRequest{Jobs: []app.NewJob{newJob("q")}}); err != nil {
+		t.Fatal(err)
 	}
 }
