@@ -589,9 +589,10 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 		return nil, fmt.Errorf("complete: %w", mapErr(err))
 	}
 	// Why an item was not completed is read after the commit: the answer
-	// (lease lost, or no such job) does not change what was written.
+	// (lease lost, or no such job) does not change what was written, and the
+	// call answers for what was written even if its caller gave up.
 	errs, err := app.SettleCompletions(items, done, func(id int64) error {
-		return fenceErr(s.pool.QueryRow(ctx, fenceSQL, id), id)
+		return fenceErr(s.pool.QueryRow(context.WithoutCancel(ctx), fenceSQL, id), id)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("complete: %w", mapErr(err))
