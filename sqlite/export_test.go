@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/queuehq/queue/app"
 )
@@ -19,3 +20,17 @@ func literal(q string) string {
 
 // CountStats counts every row, the truth the maintained counters must equal.
 func (s *Store) CountStats(ctx context.Context) ([]app.QueueStats, error) { return s.countStats(ctx) }
+
+// SetJoinFor stretches how long a write transaction takes in late requests,
+// so a test can line requests up behind a running one.
+func (s *Store) SetJoinFor(d time.Duration) { s.joinFor = d }
+
+// WriteForTest runs fn as a write request, as the store's own writes do.
+func (s *Store) WriteForTest(ctx context.Context, fn func(exec func(q string, args ...any) error) error) error {
+	return s.write(ctx, func(w *wtx) error {
+		return fn(func(q string, args ...any) error { _, err := w.exec(q, args...); return err })
+	})
+}
+
+// QueuedWrites is how many write requests wait for the writer.
+func (s *Store) QueuedWrites() int { return len(s.reqs) }

@@ -78,6 +78,9 @@ type Store struct {
 	countsMu sync.Mutex
 	counts   map[statusKey]int64
 
+	// joinFor is the package's joinFor; tests stretch it.
+	joinFor time.Duration
+
 	// Owned by the writer goroutine.
 	stmts  map[string]*sql.Stmt
 	queues map[string]bool // queues known to have a row in queues
@@ -121,7 +124,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		path: path, opts: opts, clock: opts.ClockOrSystem(), bus: opts.Bus,
 		notify: app.NewNotifier(), log: opts.Log,
 		reqs: make(chan *request, 4096), stopped: make(chan struct{}), closing: make(chan struct{}),
-		stmts: map[string]*sql.Stmt{}, queues: map[string]bool{},
+		stmts: map[string]*sql.Stmt{}, queues: map[string]bool{}, joinFor: joinFor,
 	}
 	if opts.ReadOnly {
 		if _, err := os.Stat(path); err != nil {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
@@ -129,8 +130,8 @@ func (s *Store) writer() {
 // itself (I/O, disk full, ...) abandons the transaction and fails every request.
 func (s *Store) run(batch []*request) {
 	start := time.Now()
-	if len(batch) == 1 || !s.runBatch(batch, false) {
-		s.runBatch(batch, true)
+	if !s.runBatch(&batch, false) {
+		s.runBatch(&batch, true)
 	}
 	if d := time.Since(start); d > time.Second {
 		s.log.Warn().Dur("took", d).Int("batch", len(batch)).Msg("slow write transaction")
@@ -141,12 +142,17 @@ func (s *Store) run(batch []*request) {
 }
 
 // runBatch runs batch in one transaction, with a savepoint per request when
-// safe is set (a batch of one needs none: its failure rolls back all). It
-// answers every request and returns true, except when, not safe, a request
-// failed on its own: then it rolls back, answers nobody and returns false.
-func (s *Store) runBatch(batch []*request, safe bool) bool {
+// safe is set (a batch of one needs none: its failure rolls back all). Not
+// safe, it also takes in requests that arrive while it runs (see joinFor),
+// appending them to *pb. It answers every request and returns true, except
+// when, not safe, a request failed on its own: then it rolls back, answers
+// nobody and returns false, and *pb holds every request to run again.
+func (s *Store) runBatch(pb *[]*request, safe bool) bool {
 	ctx := context.Background() // a caller giving up must not interrupt a shared transaction
+	batch := *pb
+	defer func() { *pb = batch }()
 	errs := make([]error, len(batch))
+	began := time.Now()
 	failAll := func(err error) bool {
 		s.failing.Store(true)
 		s.wconn.ExecContext(ctx, "ROLLBACK")
@@ -163,13 +169,35 @@ func (s *Store) runBatch(batch []*request, safe bool) bool {
 	if _, err := s.wconn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return failAll(err)
 	}
-	single := len(batch) == 1
-	savepoints := safe && !single
+	savepoints := safe && len(batch) > 1
 	var events, record []app.Event
 	var wake, queues []string
 	counts := map[countKey]*countVal{}
 	deltas := map[statusKey]int64{}
-	for i, r := range batch {
+	for i := 0; ; i++ {
+		if i == len(batch) && !safe && time.Since(began) < s.joinFor {
+			// Requests that came while this transaction ran join it before
+			// it commits: callers the last commit answered are back by now,
+			// and would otherwise wait for this commit and then their own.
+			// Those callers were woken onto this goroutine's processor, so
+			// it first lets them run up to their next request.
+			runtime.Gosched()
+		join:
+			for len(batch) < s.opts.MaxBatch {
+				select {
+				case r := <-s.reqs:
+					batch = append(batch, r)
+					errs = append(errs, nil)
+				default:
+					break join
+				}
+			}
+		}
+		if i == len(batch) {
+			break
+		}
+		r := batch[i]
+		single := len(batch) == 1 && !savepoints
 		if err := r.ctx.Err(); err != nil {
 			errs[i] = err
 			continue
@@ -242,6 +270,12 @@ func (s *Store) runBatch(batch []*request, safe bool) bool {
 	}
 	return true
 }
+
+// joinFor is how long after its BEGIN a transaction still takes in
+// requests that arrive while it runs: enough for the callers of the last
+// commit to come back (a round trip through their own code), short enough
+// that a steady stream of requests cannot hold a commit back.
+const joinFor = 300 * time.Microsecond
 
 // flush writes what the batch's requests collected: events (multi-row
 // inserts) and throughput counts (one upsert per queue and second).
