@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -555,8 +554,7 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 	var done map[int64]int64 // job id -> its lease
 	err := s.writePiped(ctx, func(w *wtx, p *pipe) {
 		// The counts of the last minute are upserted by the same statement
-		// (a piped write has nothing to flush after its statements), each
-		// connection into its own shard as count does.
+		// (a piped write has nothing to flush after its statements).
 		p.query(func(rows pgx.Rows) error {
 			done = make(map[int64]int64, len(ids))
 			for rows.Next() {
@@ -579,7 +577,7 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 				RETURNING j.id, j.lease, j.queue, j.kind, j.started_at),
 			counted AS (
 				INSERT INTO throughput (queue, second, shard, completed, failed)
-				SELECT queue, $5, (pg_backend_pid() % `+strconv.Itoa(throughputShards)+`)::smallint, count(*), 0
+				SELECT queue, $5, `+throughputShard+`, count(*), 0
 				FROM done GROUP BY queue ORDER BY queue
 				ON CONFLICT (queue, second, shard) DO UPDATE SET completed = throughput.completed + excluded.completed)
 			SELECT id, lease, queue, kind, started_at FROM done`,

@@ -35,11 +35,13 @@ type wtx struct {
 type countKey struct {
 	queue  string
 	second int64
-	shard  int16
 }
 
-// throughputShards is how many rows one queue's second may be spread over.
-const throughputShards = 16
+// throughputShard is the row of a queue's second a transaction counts
+// into: each connection its own (by its backend pid, one of 16), so
+// transactions on different connections do not queue up behind one
+// counter row's lock until each commits. Every upsert of throughput uses it.
+const throughputShard = `(pg_backend_pid() % 16)::smallint`
 
 type countVal struct{ completed, failed int64 }
 
@@ -253,17 +255,14 @@ func (w *wtx) flush() error {
 		if keys[i].queue != keys[j].queue {
 			return keys[i].queue < keys[j].queue
 		}
-		if keys[i].second != keys[j].second {
-			return keys[i].second < keys[j].second
-		}
-		return keys[i].shard < keys[j].shard
+		return keys[i].second < keys[j].second
 	})
 	for _, k := range keys {
 		v := w.counts[k]
-		b.Queue(`INSERT INTO throughput (queue, second, shard, completed, failed) VALUES ($1, $2, $3, $4, $5)
+		b.Queue(`INSERT INTO throughput (queue, second, shard, completed, failed) VALUES ($1, $2, `+throughputShard+`, $3, $4)
 			ON CONFLICT (queue, second, shard) DO UPDATE SET completed = throughput.completed + excluded.completed,
 				failed = throughput.failed + excluded.failed`,
-			k.queue, time.Unix(k.second, 0).UTC(), k.shard, v.completed, v.failed)
+			k.queue, time.Unix(k.second, 0).UTC(), v.completed, v.failed)
 	}
 	if b.Len() == 0 {
 		return nil
@@ -309,14 +308,7 @@ func (w *wtx) count(queue string, completed, failed int64) {
 	if w.counts == nil {
 		w.counts = map[countKey]*countVal{}
 	}
-	// Each connection counts into its own row of the second (by its backend
-	// pid), so transactions on different connections do not queue up behind
-	// one counter row's lock until each commits.
-	var shard int16
-	if c := w.tx.Conn(); c != nil {
-		shard = int16(c.PgConn().PID() % throughputShards)
-	}
-	k := countKey{queue, w.now.Unix(), shard}
+	k := countKey{queue, w.now.Unix()} // flush adds the connection's shard (throughputShard)
 	c := w.counts[k]
 	if c == nil {
 		c = &countVal{}

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"errors"
+	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -61,5 +62,49 @@ func TestPipedWriteCommittedButUnread(t *testing.T) {
 	// The one connection is usable again.
 	if _, err := s.Submit(t.Context(), app.SubmitRequest{Jobs: []app.NewJob{newJob("q")}}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Completions and failures counted from many connections at once (each
+// into its connection's shard of the second) add up exactly in the stats.
+func TestThroughputCountsAddUpAcrossConnections(t *testing.T) {
+	s := mustOpen(t, Options{MaxConns: 4})
+	const n = 40
+	for range n {
+		if _, err := s.Submit(t.Context(), app.SubmitRequest{Jobs: []app.NewJob{newJob("q")}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs, err := s.Claim(t.Context(), app.ClaimRequest{Queue: "q", WorkerID: "w", Limit: n})
+	if err != nil || len(jobs) != n {
+		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
+	}
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var err error
+			if i%4 == 0 {
+				_, err = s.Fail(t.Context(), app.FailRequest{ID: j.ID, Lease: j.Lease, Error: "e", Retry: false})
+			} else {
+				var errs []error
+				errs, err = s.Complete(t.Context(), []app.Completion{{ID: j.ID, Lease: j.Lease}})
+				if err == nil && errs[0] != nil {
+					err = errs[0]
+				}
+			}
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	stats, err := s.Stats(t.Context())
+	if err != nil || len(stats) != 1 {
+		t.Fatalf("stats %+v %v", stats, err)
+	}
+	if got := stats[0]; got.CompletedLastMinute != n-n/4 || got.FailedLastMinute != n/4 {
+		t.Fatalf("last minute: %d completed, %d failed; want %d and %d", got.CompletedLastMinute, got.FailedLastMinute, n-n/4, n/4)
 	}
 }
