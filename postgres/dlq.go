@@ -62,13 +62,15 @@ func (s *Store) Replay(ctx context.Context, req app.ReplayRequest) ([]*app.Job, 
 			start = w.now
 		}
 		p := &pipe{}
+		njs := make([]*app.NewJob, len(rows))
+		ids := make([]int64, len(rows))
 		for i, d := range rows {
 			nj := app.ReplayJob(d, start.Add(req.Spacing*time.Duration(i)))
-			job := w.insertJob(p, &nj)
-			p.exec(`UPDATE dead_letter_jobs SET resurrection_count = resurrection_count + 1,
-				last_resurrection_at = $1 WHERE id = $2`, w.now, d.ID)
-			out = append(out, job)
+			njs[i], ids[i] = &nj, d.ID
 		}
+		out = w.insertJobs(p, njs)
+		p.exec(`UPDATE dead_letter_jobs SET resurrection_count = resurrection_count + 1,
+			last_resurrection_at = $1 WHERE id = ANY($2::bigint[])`, w.now, ids)
 		if err := w.run(p); err != nil {
 			return err
 		}

@@ -183,23 +183,7 @@ func newJobRow(nj *app.NewJob, now time.Time) *app.Job {
 // insertJob queues the insert of nj into p and returns the job as a read
 // would give it; its ID is set when p runs.
 func (w *wtx) insertJob(p *pipe, nj *app.NewJob) *app.Job {
-	w.ensureQueue(p, nj.Queue)
-	now := w.now
-	job := newJobRow(nj, now)
-	runAt, payload := job.RunAt, job.Payload
-	p.queryRow(func(row pgx.Row) error {
-		if err := row.Scan(&job.ID); err != nil {
-			return err
-		}
-		w.hot(app.EventSubmitted, job.ID, job.Queue, job.Kind, nil)
-		w.wake = append(w.wake, job.Queue)
-		return nil
-	}, `INSERT INTO jobs (queue, kind, payload, priority, run_at, max_attempts, timeout_ms,
-			expires_at, tags, idempotency_key, replayed_from, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12) RETURNING id`,
-		nj.Queue, nj.Kind, string(payload), nj.Priority, runAt, nj.MaxAttempts, nj.Timeout.Milliseconds(),
-		job.ExpiresAt, tags(nj.Tags), nullString(nj.IdempotencyKey), nj.ReplayedFrom, now)
-	return job
+	return w.insertJobs(p, []*app.NewJob{nj})[0]
 }
 
 // byKey finds the job (or dead-letter row, shown as a job) holding an idempotency key.

@@ -184,9 +184,20 @@ func testReplaySpacesRunAt(e *env) {
 	if err != nil || len(jobs) != 3 {
 		e.t.Fatalf("bulk replay: %d %v", len(jobs), err)
 	}
+	from := map[int64]bool{}
 	for i, j := range jobs {
 		if want := T0.Add(time.Duration(i) * 500 * time.Millisecond); !j.RunAt.Equal(want) {
 			e.t.Fatalf("job %d run_at %v, want %v", i, j.RunAt, want)
+		}
+		// Each answer is the row stored under its id, replayed from its own
+		// dead-letter row, which counts the replay.
+		got := e.get(j.ID)
+		if !got.RunAt.Equal(j.RunAt) || got.ReplayedFrom == nil || j.ReplayedFrom == nil || *got.ReplayedFrom != *j.ReplayedFrom || from[*j.ReplayedFrom] {
+			e.t.Fatalf("replayed job %d answered %+v, stored %+v", j.ID, j, got)
+		}
+		from[*j.ReplayedFrom] = true
+		if d := e.dead(*j.ReplayedFrom); d.ResurrectionCount != 1 {
+			e.t.Fatalf("dead-letter row %d: resurrection_count %d, want 1", d.ID, d.ResurrectionCount)
 		}
 	}
 }
