@@ -92,34 +92,29 @@ func (s *Store) writer() {
 		case first = <-s.reqs:
 		case <-s.closing:
 			for { // finish what was queued before Close
-				batch = batch[:0]
-				for len(batch) < s.opts.MaxBatch {
-					select {
-					case r := <-s.reqs:
-						batch = append(batch, r)
-						continue
-					default:
-					}
-					break
-				}
-				if len(batch) == 0 {
+				if batch = s.takeWaiting(batch[:0]); len(batch) == 0 {
 					return
 				}
 				s.run(batch)
 			}
 		}
-		batch = append(batch[:0], first)
-	fill:
-		for len(batch) < s.opts.MaxBatch {
-			select {
-			case r := <-s.reqs:
-				batch = append(batch, r)
-			default:
-				break fill
-			}
-		}
+		batch = s.takeWaiting(append(batch[:0], first))
 		s.run(batch)
 	}
+}
+
+// takeWaiting appends to batch the requests waiting for the writer, without
+// waiting for more, up to MaxBatch in all.
+func (s *Store) takeWaiting(batch []*request) []*request {
+	for len(batch) < s.opts.MaxBatch {
+		select {
+		case r := <-s.reqs:
+			batch = append(batch, r)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 // run executes batch in one transaction. It first runs the requests one
@@ -182,16 +177,8 @@ func (s *Store) runBatch(pb *[]*request, safe bool) bool {
 			// Those callers were woken onto this goroutine's processor, so
 			// it first lets them run up to their next request.
 			runtime.Gosched()
-		join:
-			for len(batch) < s.opts.MaxBatch {
-				select {
-				case r := <-s.reqs:
-					batch = append(batch, r)
-					errs = append(errs, nil)
-				default:
-					break join
-				}
-			}
+			batch = s.takeWaiting(batch)
+			errs = append(errs, make([]error, len(batch)-len(errs))...)
 		}
 		if i == len(batch) {
 			break
