@@ -335,11 +335,9 @@ func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, er
 			}, q, a...)
 		})
 	} else {
-		err = s.write(ctx, func(w *wtx) error {
-			out = nil
-			var e error
-			out, e = w.claimLimited(req)
-			return e
+		err = s.write(ctx, func(w *wtx) (err error) {
+			out, err = w.claimLimited(req)
+			return err
 		})
 	}
 	if err != nil {
