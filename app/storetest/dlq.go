@@ -2,9 +2,7 @@ package storetest
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -576,7 +574,7 @@ func testEventsRecordTheLifecycle(e *env) {
 			}
 			// What was published live is what the timeline shows later,
 			// whether the store recorded the event or the row tells it.
-			if !ev.At.Equal(timeline[i].At) || !sameJSON(ev.Data, timeline[i].Data) {
+			if !ev.At.Equal(timeline[i].At) || !app.JSONEqual(ev.Data, timeline[i].Data) {
 				e.t.Fatalf("%s: published at %v with %s, timeline says %v with %s", ev.Type, ev.At, ev.Data, timeline[i].At, timeline[i].Data)
 			}
 		case <-time.After(5 * time.Second):
@@ -643,14 +641,4 @@ func testThroughputCountsCompletedAndFailed(e *env) {
 	if err != nil || len(m) != 1 || m[0].Completed != 2 || m[0].Failed != 1 || m[0].Queue != "tp" || !m[0].Minute.Equal(T0.Truncate(time.Minute)) {
 		e.t.Fatalf("throughput %+v %v", m, err)
 	}
-}
-
-// sameJSON reports whether a and b hold the same JSON value (a store may
-// reformat what it keeps); two empty values are the same.
-func sameJSON(a, b []byte) bool {
-	if len(a) == 0 || len(b) == 0 {
-		return len(a) == len(b)
-	}
-	var x, y any
-	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
