@@ -60,11 +60,15 @@ func testSubmitBatchIsAllOrNothing(e *env) {
 	if after != before {
 		e.t.Fatalf("a failed batch stored %d jobs", after-before)
 	}
-	// A good batch lands whole, ids increasing in order.
+	// A good batch lands whole, ids increasing in order, each answer the
+	// job stored under its id.
 	jobs := e.submit(e.newJob("q", "a"), e.newJob("q", "b"), e.newJob("q", "c"))
 	for i, j := range jobs {
 		if j.ID <= first.ID || (i > 0 && j.ID <= jobs[i-1].ID) {
 			e.t.Fatalf("batch ids %v not increasing after %d", ids(jobs), first.ID)
+		}
+		if want := string(rune('a' + i)); j.Kind != want || e.get(j.ID).Kind != want {
+			e.t.Fatalf("batch job %d: answered kind %q, stored kind %q, want %q", j.ID, j.Kind, e.get(j.ID).Kind, want)
 		}
 	}
 }
