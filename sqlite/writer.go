@@ -260,9 +260,11 @@ func (s *Store) runBatch(pb *[]*request, safe bool) bool {
 
 // joinFor is how long after its BEGIN a transaction still takes in
 // requests that arrive while it runs: enough for the callers of the last
-// commit to come back (a round trip through their own code), short enough
-// that a steady stream of requests cannot hold a commit back.
-const joinFor = 300 * time.Microsecond
+// commit to come back (a round trip through their own code, which on a busy
+// 2-core machine often takes longer than 300 µs: then a quarter of them
+// missed the transaction and waited for two commits), short enough that a
+// steady stream of requests cannot hold a commit back for long.
+const joinFor = time.Millisecond
 
 // flush writes what the batch's requests collected: events (multi-row
 // inserts) and throughput counts (one upsert per queue and second).
