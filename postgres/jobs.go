@@ -49,10 +49,23 @@ func (s *Store) submit(ctx context.Context, req app.SubmitRequest) ([]app.Submit
 		}
 		queued := map[string]int{} // queue -> queued jobs, counted once if it has a limit
 		p := &pipe{}
+		// Jobs to insert wait in pending and go in one statement, before
+		// anything that must see them (a key looked up, a queue counted).
+		var pending []*app.NewJob
+		var pendingAt []int
+		flush := func() error {
+			if len(pending) > 0 {
+				for k, job := range w.insertJobs(p, pending) {
+					out[pendingAt[k]] = app.Submitted{Job: job}
+				}
+				pending, pendingAt = nil, nil
+			}
+			return w.run(p)
+		}
 		for i := range req.Jobs {
 			nj := &req.Jobs[i]
 			if nj.IdempotencyKey != "" {
-				if err := w.run(p); err != nil { // a key may repeat inside the batch
+				if err := flush(); err != nil { // a key may repeat inside the batch
 					return err
 				}
 				old, err := w.byKey(nj.Queue, nj.IdempotencyKey)
@@ -70,7 +83,7 @@ func (s *Store) submit(ctx context.Context, req app.SubmitRequest) ([]app.Submit
 			if max := req.MaxQueued[nj.Queue]; max > 0 {
 				n, ok := queued[nj.Queue]
 				if !ok {
-					if err := w.run(p); err != nil {
+					if err := flush(); err != nil {
 						return err
 					}
 					if err := w.queryRow(`SELECT count(*) FROM (SELECT 1 FROM jobs WHERE queue = $1 AND status = 'queued' LIMIT $2) q`,
@@ -83,9 +96,9 @@ func (s *Store) submit(ctx context.Context, req app.SubmitRequest) ([]app.Submit
 				}
 				queued[nj.Queue] = n + 1
 			}
-			out[i] = app.Submitted{Job: w.insertJob(p, nj)}
+			pending, pendingAt = append(pending, nj), append(pendingAt, i)
 		}
-		return w.run(p)
+		return flush()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("submit: %w", mapErr(err))
@@ -97,7 +110,9 @@ func (s *Store) submit(ctx context.Context, req app.SubmitRequest) ([]app.Submit
 // from arrays in order, and returns the jobs as a read would give them;
 // their IDs are set when p runs. One statement instead of one per job:
 // PostgreSQL's cost per statement (bind, executor start and end, the
-// protocol messages) is paid once for a gathered transaction's jobs.
+// protocol messages) is paid once for a gathered transaction's jobs, and
+// once per run of a batch's jobs between key lookups (a batch of 10,000 was
+// 10,000 statements: 3-4x slower).
 func (w *wtx) insertJobs(p *pipe, njs []*app.NewJob) []*app.Job {
 	n := len(njs)
 	queues, kinds, payloads, tagDocs := make([]string, n), make([]string, n), make([]string, n), make([]string, n)

@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -70,6 +71,57 @@ func testSubmitBatchIsAllOrNothing(e *env) {
 		if want := string(rune('a' + i)); j.Kind != want || e.get(j.ID).Kind != want {
 			e.t.Fatalf("batch job %d: answered kind %q, stored kind %q, want %q", j.ID, j.Kind, e.get(j.ID).Kind, want)
 		}
+	}
+}
+
+// testLargeMixedBatchKeepsItsJobs submits more jobs than a store gathers
+// into one statement, some with keys (one repeated inside the batch) and
+// some in a queue with max_queued, so stores that insert many jobs per
+// statement must still answer each job with its own id, in order.
+func testLargeMixedBatchKeepsItsJobs(e *env) {
+	const n = 2500
+	jobs := make([]app.NewJob, n)
+	for i := range jobs {
+		queue := "big"
+		if i%3 == 0 {
+			queue = "limited"
+		}
+		jobs[i] = e.newJob(queue, fmt.Sprintf("k%d", i%7), withPayload(fmt.Sprintf(`{"i":%d}`, i)))
+		if i%250 == 5 {
+			jobs[i].IdempotencyKey = fmt.Sprintf("key-%d", i)
+		}
+	}
+	jobs[2000] = e.newJob("big", "dup", withKey("twice"), withPayload(`{"same":true}`))
+	jobs[100] = e.newJob("big", "dup", withKey("twice"), withPayload(`{"same":true}`))
+	res, err := e.s.Submit(e.ctx, app.SubmitRequest{Jobs: jobs, MaxQueued: map[string]int{"limited": n}})
+	if err != nil {
+		e.t.Fatalf("batch of %d: %v", n, err)
+	}
+	if len(res) != n {
+		e.t.Fatalf("batch of %d answered %d jobs", n, len(res))
+	}
+	if !res[2000].Existing || res[2000].Job.ID != res[100].Job.ID || res[100].Existing {
+		e.t.Fatalf("key repeated in the batch: answers %d (existing %v) and %d (existing %v), want the second to be the first",
+			res[100].Job.ID, res[100].Existing, res[2000].Job.ID, res[2000].Existing)
+	}
+	var last int64
+	for i, r := range res {
+		if r.Existing {
+			continue
+		}
+		if r.Job.ID <= last {
+			e.t.Fatalf("job %d of the batch has id %d after %d: ids not increasing in batch order", i, r.Job.ID, last)
+		}
+		last = r.Job.ID
+		got := e.get(r.Job.ID)
+		if got.Queue != jobs[i].Queue || got.Kind != jobs[i].Kind || !app.JSONEqual(got.Payload, jobs[i].Payload) ||
+			got.IdempotencyKey != jobs[i].IdempotencyKey || r.Job.Kind != jobs[i].Kind {
+			e.t.Fatalf("job %d of the batch: answered id %d (kind %q), stored %s/%s %s key %q, want %s/%s %s key %q", i, r.Job.ID, r.Job.Kind,
+				got.Queue, got.Kind, got.Payload, got.IdempotencyKey, jobs[i].Queue, jobs[i].Kind, jobs[i].Payload, jobs[i].IdempotencyKey)
+		}
+	}
+	if c, _ := e.s.CountJobs(e.ctx, app.JobFilter{}); c != n-1 {
+		e.t.Fatalf("stored %d jobs, want %d", c, n-1)
 	}
 }
 

@@ -56,6 +56,7 @@ func Run(t *testing.T, open Opener) {
 	cases := map[string]func(*env){
 		"SubmitStoresEveryField":                 testSubmitStoresEveryField,
 		"SubmitBatchIsAllOrNothing":              testSubmitBatchIsAllOrNothing,
+		"LargeMixedBatchKeepsItsJobs":            testLargeMixedBatchKeepsItsJobs,
 		"IdempotencyKeyReplaysAndConflicts":      testIdempotencyKeyReplaysAndConflicts,
 		"IdempotencyKeyHoldsAfterDeadLetter":     testIdempotencyKeyHoldsAfterDeadLetter,
 		"MaxQueuedRefusesAndStoresNothing":       testMaxQueuedRefusesAndStoresNothing,
