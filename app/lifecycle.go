@@ -174,6 +174,20 @@ func SameSubmission(kind string, payload json.RawMessage, nj *NewJob) bool {
 	return kind == nj.Kind && JSONEqual(payload, nj.Payload)
 }
 
+// KeyConflict is the error for a submission whose idempotency key holds
+// another job, owner. earlier is what the same batch answered before it:
+// when owner is one of those jobs, the batch gave the key twice, and the
+// message says so instead of naming an id its rollback leaves to no job.
+func KeyConflict(key, queue string, owner int64, earlier []Submitted) error {
+	for i, s := range earlier {
+		if s.Job != nil && s.Job.ID == owner && !s.Existing {
+			return fmt.Errorf("%w: key %q in queue %q is given twice in this batch with a different kind or payload (items %d and %d, counting from 0)",
+				ErrIdempotencyConflict, key, queue, i, len(earlier))
+		}
+	}
+	return fmt.Errorf("%w: key %q in queue %q belongs to job %d", ErrIdempotencyConflict, key, queue, owner)
+}
+
 // JSONEqual compares two JSON texts by value.
 func JSONEqual(a, b json.RawMessage) bool {
 	if string(a) == string(b) {

@@ -278,7 +278,7 @@ func (s *Store) Submit(ctx context.Context, req app.SubmitRequest) ([]app.Submit
 			if nj.IdempotencyKey != "" {
 				if old := s.byKey(nj.Queue, nj.IdempotencyKey); old != nil {
 					if !app.SameSubmission(old.Kind, old.Payload, nj) {
-						return fmt.Errorf("%w: key %q in queue %q belongs to job %d", app.ErrIdempotencyConflict, nj.IdempotencyKey, nj.Queue, old.ID)
+						return app.KeyConflict(nj.IdempotencyKey, nj.Queue, old.ID, out[:i])
 					}
 					out[i] = app.Submitted{Job: old, Existing: true}
 					continue

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -122,6 +123,30 @@ func testLargeMixedBatchKeepsItsJobs(e *env) {
 	}
 	if c, _ := e.s.CountJobs(e.ctx, app.JobFilter{}); c != n-1 {
 		e.t.Fatalf("stored %d jobs, want %d", c, n-1)
+	}
+}
+
+// testKeyGivenTwiceInABatch: a batch that gives one key to two different
+// submissions is refused whole, and the error points at the two items,
+// not at an id the rollback leaves to no job.
+func testKeyGivenTwiceInABatch(e *env) {
+	_, err := e.s.Submit(e.ctx, app.SubmitRequest{Jobs: []app.NewJob{
+		e.newJob("q", "k", withKey("x"), withPayload(`1`)), e.newJob("q", "k"), e.newJob("q", "k", withKey("x"), withPayload(`2`)),
+	}})
+	if !errors.Is(err, app.ErrIdempotencyConflict) {
+		e.t.Fatalf("one key, two payloads in a batch: err %v, want ErrIdempotencyConflict", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "twice in this batch") || !strings.Contains(msg, "items 0 and 2") {
+		e.t.Fatalf("one key, two payloads in a batch: message %q does not name the two items", msg)
+	}
+	if n, _ := e.s.CountJobs(e.ctx, app.JobFilter{}); n != 0 {
+		e.t.Fatalf("a refused batch stored %d jobs", n)
+	}
+	// A key held by an earlier batch still names its job.
+	a := e.submitOne("q", "k", withKey("y"), withPayload(`1`))
+	_, err = e.s.Submit(e.ctx, app.SubmitRequest{Jobs: []app.NewJob{e.newJob("q", "k", withKey("y"), withPayload(`2`))}})
+	if !errors.Is(err, app.ErrIdempotencyConflict) || !strings.Contains(err.Error(), fmt.Sprintf("belongs to job %d", a.ID)) {
+		e.t.Fatalf("key held by job %d: err %v, want a conflict naming it", a.ID, err)
 	}
 }
 

@@ -57,6 +57,7 @@ func Run(t *testing.T, open Opener) {
 		"SubmitStoresEveryField":                 testSubmitStoresEveryField,
 		"SubmitBatchIsAllOrNothing":              testSubmitBatchIsAllOrNothing,
 		"LargeMixedBatchKeepsItsJobs":            testLargeMixedBatchKeepsItsJobs,
+		"KeyGivenTwiceInABatch":                  testKeyGivenTwiceInABatch,
 		"IdempotencyKeyReplaysAndConflicts":      testIdempotencyKeyReplaysAndConflicts,
 		"IdempotencyKeyHoldsAfterDeadLetter":     testIdempotencyKeyHoldsAfterDeadLetter,
 		"MaxQueuedRefusesAndStoresNothing":       testMaxQueuedRefusesAndStoresNothing,
