@@ -550,6 +550,26 @@ func testCompleteBatchFencesEachItem(e *env) {
 	if got := e.get(j.ID); got.Status != app.StatusDone || string(got.Result) != `"first"` {
 		e.t.Fatalf("job named thrice: status %s result %s, want done with \"first\"", got.Status, got.Result)
 	}
+	// One batch over two queues: each queue's last minute counts the jobs
+	// the batch completed in it, once each, and not the items that lost.
+	e.submit(e.newJob("q", "k"), e.newJob("q2", "k"))
+	a, b := e.claimOne("q"), e.claimOne("q2")
+	if _, err := e.s.Complete(e.ctx, []app.Completion{
+		{ID: a.ID, Lease: a.Lease}, {ID: b.ID, Lease: b.Lease}, {ID: a.ID, Lease: a.Lease}, {ID: jobs[1].ID, Lease: jobs[1].Lease + 5},
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+	st, err := e.s.Stats(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, q := range st {
+		got[q.Queue] = q.CompletedLastMinute
+	}
+	if got["q"] != 3 || got["q2"] != 2 {
+		e.t.Fatalf("completed in the last minute %v, want q 3 and q2 2", got)
+	}
 }
 
 func testFailRetriesWithBackoff(e *env) {
