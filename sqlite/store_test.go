@@ -88,6 +88,67 @@ func TestStatusGuardRejectsThroughSQL(t *testing.T) {
 	}
 }
 
+// The guard agrees with app.Transition on every pair of statuses: each
+// legal update passes, each illegal one is refused with the message of its
+// kind, and the row keeps its status.
+func TestStatusGuardMatchesTransitionRules(t *testing.T) {
+	s := MustOpen(t, sqlite.Options{})
+	path := s.Path()
+	s.Close()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	reach := map[app.Status][]string{ // legal steps from queued to each status
+		app.StatusQueued:     nil,
+		app.StatusProcessing: {"processing"},
+		app.StatusDone:       {"processing", "done"},
+		app.StatusCancelled:  {"cancelled"},
+	}
+	targets := []any{"queued", "processing", "done", "cancelled", "dead_letter", "failed", nil}
+	for from, steps := range reach {
+		for _, to := range targets {
+			res, err := db.Exec(`INSERT INTO jobs (kind) VALUES ('k')`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id, _ := res.LastInsertId()
+			for _, st := range steps {
+				if _, err := db.Exec(`UPDATE jobs SET status = ? WHERE id = ?`, st, id); err != nil {
+					t.Fatalf("reaching %s: %v", from, err)
+				}
+			}
+			_, err = db.Exec(`UPDATE jobs SET status = ? WHERE id = ?`, to, id)
+			toStatus, _ := to.(string)
+			rule := app.Transition(from, app.Status(toStatus))
+			var want string
+			switch {
+			case rule == nil:
+			case toStatus == "dead_letter":
+				want = "dead_letter is not a job status"
+			case to == nil || !app.Status(toStatus).Valid():
+				want = "invalid value"
+			default:
+				want = "illegal transition"
+			}
+			if want == "" && err != nil {
+				t.Errorf("%s -> %v: refused (%v), app.Transition allows it", from, to, err)
+			}
+			if want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+				t.Errorf("%s -> %v: err %v, want %q", from, to, err, want)
+			}
+			var now string
+			if err := db.QueryRow(`SELECT status FROM jobs WHERE id = ?`, id).Scan(&now); err != nil {
+				t.Fatal(err)
+			}
+			if want != "" && now != string(from) {
+				t.Errorf("%s -> %v: refused, but the row is now %s", from, to, now)
+			}
+		}
+	}
+}
+
 func TestSecondOpenIsRefusedNamingTheHolder(t *testing.T) {
 	s := MustOpen(t, sqlite.Options{})
 	_, err := sqlite.Open(t.Context(), s.Path(), sqlite.Options{})

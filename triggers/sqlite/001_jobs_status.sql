@@ -23,11 +23,14 @@ BEGIN
 	END;
 END;
 
+-- The WHEN clause spells its sets out as = ... OR = ...: SQLite evaluates an
+-- IN list of more than two values through a temporary b-tree, which a
+-- trigger builds again for every row (a third of a batch completion's time).
 CREATE TRIGGER jobs_status_update BEFORE UPDATE OF status ON jobs
 WHEN NEW.status IS NULL OR NOT (
-	(NEW.status = OLD.status AND NEW.status IN ('queued', 'processing', 'done', 'cancelled'))
-	OR (OLD.status = 'queued' AND NEW.status IN ('processing', 'cancelled'))
-	OR (OLD.status = 'processing' AND NEW.status IN ('done', 'queued', 'cancelled')))
+	(NEW.status = OLD.status AND (NEW.status = 'queued' OR NEW.status = 'processing' OR NEW.status = 'done' OR NEW.status = 'cancelled'))
+	OR (OLD.status = 'queued' AND (NEW.status = 'processing' OR NEW.status = 'cancelled'))
+	OR (OLD.status = 'processing' AND (NEW.status = 'done' OR NEW.status = 'queued' OR NEW.status = 'cancelled')))
 BEGIN
 	SELECT CASE
 		WHEN NEW.status = 'dead_letter' THEN
