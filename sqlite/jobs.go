@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/queuehq/queue/app"
@@ -367,43 +368,32 @@ func (s *Store) Heartbeat(ctx context.Context, id, lease int64, extend time.Dura
 	return job, nil
 }
 
-// Complete implements app.Store. One statement completes the whole batch
-// (the items travel as a JSON array), and only the items it did not match
-// are looked at one by one to tell a lost lease from an unknown job.
+// Complete implements app.Store. One statement completes up to
+// completeChunk items (their ids, leases and results bound as VALUES),
+// and only the items it did not match are looked at one by one to tell a
+// lost lease from an unknown job.
 func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, error) {
 	first := app.FirstCompletions(items)
-	for i := range first {
-		first[i].Result = json.RawMessage(rawOrNull(first[i].Result))
-	}
-	arg, err := json.Marshal(first)
-	if err != nil {
-		return nil, fmt.Errorf("complete: %w", err)
-	}
 	var errs []error
-	err = s.write(ctx, func(w *wtx) error {
-		rows, err := w.query(completeSQL, ms(w.now), string(arg))
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
+	err := s.write(ctx, func(w *wtx) error {
 		done := make(map[int64]int64, len(first)) // job id -> its lease
-		for rows.Next() {
-			var id, lease int64
-			var queue, kind string
-			var started sql.NullInt64
-			if err := rows.Scan(&id, &lease, &queue, &kind, &started); err != nil {
+		for rest := first; len(rest) > 0; {
+			chunk := rest[:min(len(rest), completeChunk)]
+			rest = rest[len(chunk):]
+			n := completeSize(len(chunk))
+			args := make([]any, 1, 1+3*n)
+			args[0] = ms(w.now)
+			for _, it := range chunk {
+				args = append(args, it.ID, it.Lease, rawOrNull(it.Result))
+			}
+			for range n - len(chunk) {
+				args = append(args, nil, nil, nil)
+			}
+			if err := w.completeRows(completeSQL(n), args, done); err != nil {
 				return err
 			}
-			done[id] = lease
-			w.hot(app.EventSucceeded, id, queue, kind, app.FinishedData(fromNullMS(started), w.now))
-			w.moved(queue, app.StatusProcessing, app.StatusDone, 1)
-			w.count(queue, 1, 0)
-			w.wake = append(w.wake, queue) // a concurrency slot is free
 		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		rows.Close()
+		var err error
 		errs, err = app.SettleCompletions(items, done, w.fenceErr)
 		return err
 	})
@@ -413,14 +403,72 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 	return errs, nil
 }
 
-// completeSQL marks done every job of the JSON array ?2 that is processing
-// under the lease given, each with its result, looking each up by id. Items
-// are distinct (id, lease) pairs, so at most one matches a job.
-const completeSQL = `UPDATE jobs SET status = 'done', result = v.result, finished_at = ?1, updated_at = ?1,
+// completeRows runs one completion statement and records each job it
+// completed in done.
+func (w *wtx) completeRows(q string, args []any, done map[int64]int64) error {
+	rows, err := w.query(q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, lease int64
+		var queue, kind string
+		var started sql.NullInt64
+		if err := rows.Scan(&id, &lease, &queue, &kind, &started); err != nil {
+			return err
+		}
+		done[id] = lease
+		w.hot(app.EventSucceeded, id, queue, kind, app.FinishedData(fromNullMS(started), w.now))
+		w.moved(queue, app.StatusProcessing, app.StatusDone, 1)
+		w.count(queue, 1, 0)
+		w.wake = append(w.wake, queue) // a concurrency slot is free
+	}
+	return rows.Err()
+}
+
+// completeChunk is the most items one completion statement takes.
+const completeChunk = 256
+
+// completeSize is the number of items the statement for n items binds: the
+// next power of two, so that at most nine statements are ever prepared. The
+// items it does not use are NULL and match no job.
+func completeSize(n int) int {
+	size := 1
+	for size < n {
+		size *= 2
+	}
+	return size
+}
+
+// completeSQLs caches completeSQL's text per size.
+var completeSQLs sync.Map
+
+// completeSQL marks done every job of the n (id, lease, result) triples
+// bound after ?1 (the time) that is processing under that lease. Items are
+// distinct (id, lease) pairs, so at most one matches a job. The triples are
+// VALUES rows rather than a JSON array: json_each and ->> took about a
+// quarter of the statement's time.
+func completeSQL(n int) string {
+	if q, ok := completeSQLs.Load(n); ok {
+		return q.(string)
+	}
+	var b strings.Builder
+	b.WriteString(`UPDATE jobs SET status = 'done', result = v.column3, finished_at = ?1, updated_at = ?1,
 		lease_expires_at = NULL
-	FROM (SELECT value ->> 'id' AS id, value ->> 'lease' AS lease, value -> 'result' AS result FROM json_each(?2)) AS v
-	WHERE jobs.id = v.id AND jobs.lease = v.lease AND jobs.status = 'processing'
-	RETURNING jobs.id, jobs.lease, jobs.queue, jobs.kind, jobs.started_at`
+	FROM (VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?,?,?)")
+	}
+	b.WriteString(`) AS v
+	WHERE jobs.id = v.column1 AND jobs.lease = v.column2 AND jobs.status = 'processing'
+	RETURNING jobs.id, jobs.lease, jobs.queue, jobs.kind, jobs.started_at`)
+	completeSQLs.Store(n, b.String())
+	return b.String()
+}
 
 // processing reads job id if it is processing under lease, else explains.
 func (w *wtx) processing(id, lease int64) (*app.Job, error) {

@@ -572,6 +572,59 @@ func testCompleteBatchFencesEachItem(e *env) {
 	}
 }
 
+// A batch completion as large as a worker sends (stores may split it into
+// several statements) stores each job's own result, answers each item in
+// order, and counts each job once.
+func testLargeCompletionKeepsEachResult(e *env) {
+	const n = 700
+	jobs := make([]app.NewJob, n)
+	for i := range jobs {
+		jobs[i] = e.newJob("big", "k")
+	}
+	e.submit(jobs...)
+	claimed := e.claim("big", n)
+	if len(claimed) != n {
+		e.t.Fatalf("claimed %d of %d", len(claimed), n)
+	}
+	var items []app.Completion
+	var want []error
+	for i, j := range claimed {
+		if i%97 == 5 { // a stale item before the job's own
+			items = append(items, app.Completion{ID: j.ID, Lease: j.Lease - 1, Result: json.RawMessage(`"stale"`)})
+			want = append(want, app.ErrLeaseLost)
+		}
+		items = append(items, app.Completion{ID: j.ID, Lease: j.Lease, Result: json.RawMessage(fmt.Sprintf(`{"job":%d}`, j.ID))})
+		want = append(want, nil)
+	}
+	errs, err := e.s.Complete(e.ctx, items)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if len(errs) != len(items) {
+		e.t.Fatalf("%d answers for %d items", len(errs), len(items))
+	}
+	for i := range items {
+		if !errors.Is(errs[i], want[i]) || (want[i] == nil) != (errs[i] == nil) {
+			e.t.Fatalf("item %d (job %d): %v, want %v", i, items[i].ID, errs[i], want[i])
+		}
+	}
+	for _, j := range claimed {
+		got := e.get(j.ID)
+		if got.Status != app.StatusDone || !app.JSONEqual(got.Result, json.RawMessage(fmt.Sprintf(`{"job":%d}`, j.ID))) {
+			e.t.Fatalf("job %d: status %s result %s, want done with its own result", j.ID, got.Status, got.Result)
+		}
+	}
+	st, err := e.s.Stats(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, q := range st {
+		if q.Queue == "big" && (q.CompletedLastMinute != n || q.Done != n) {
+			e.t.Fatalf("stats of big: %d completed in the last minute, %d done; want %d each", q.CompletedLastMinute, q.Done, n)
+		}
+	}
+}
+
 func testFailRetriesWithBackoff(e *env) {
 	j := e.submitOne("q", "k", withMax(3))
 	c := e.claimOne("q")

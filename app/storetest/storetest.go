@@ -72,6 +72,7 @@ func Run(t *testing.T, open Opener) {
 		"StaleLeaseChangesNothing":               testStaleLeaseChangesNothing,
 		"CompleteStoresResult":                   testCompleteStoresResult,
 		"CompleteBatchFencesEachItem":            testCompleteBatchFencesEachItem,
+		"LargeCompletionKeepsEachResult":         testLargeCompletionKeepsEachResult,
 		"FailRetriesWithBackoff":                 testFailRetriesWithBackoff,
 		"FailOnLastAttemptDeadLetters":           testFailOnLastAttemptDeadLetters,
 		"FailWithoutRetryDeadLetters":            testFailWithoutRetryDeadLetters,
