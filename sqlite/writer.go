@@ -161,7 +161,7 @@ func (s *Store) runBatch(pb *[]*request, safe bool) bool {
 		s.log.Error().Err(err).Int("batch", len(batch)).Msg("write transaction failed")
 		return true
 	}
-	if _, err := s.wconn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+	if _, err := s.control(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return failAll(err)
 	}
 	savepoints := safe && len(batch) > 1
@@ -190,7 +190,7 @@ func (s *Store) runBatch(pb *[]*request, safe bool) bool {
 			continue
 		}
 		if savepoints {
-			if _, err := s.wconn.ExecContext(ctx, "SAVEPOINT req"); err != nil {
+			if _, err := s.control(ctx, "SAVEPOINT req"); err != nil {
 				return failAll(err)
 			}
 		}
@@ -215,7 +215,7 @@ func (s *Store) runBatch(pb *[]*request, safe bool) bool {
 			}
 		}
 		if savepoints {
-			if _, err := s.wconn.ExecContext(ctx, "RELEASE req"); err != nil {
+			if _, err := s.control(ctx, "RELEASE req"); err != nil {
 				return failAll(err)
 			}
 		}
@@ -242,7 +242,7 @@ func (s *Store) runBatch(pb *[]*request, safe bool) bool {
 	if err := s.flush(ctx, record, counts); err != nil {
 		return failAll(err)
 	}
-	if _, err := s.wconn.ExecContext(ctx, "COMMIT"); err != nil {
+	if _, err := s.control(ctx, "COMMIT"); err != nil {
 		return failAll(err)
 	}
 	s.failing.Store(false)
@@ -309,6 +309,17 @@ func (s *Store) flush(ctx context.Context, events []app.Event, counts map[countK
 		}
 	}
 	return nil
+}
+
+// control runs a transaction control statement (BEGIN, COMMIT, ...)
+// prepared once: parsing them again for every transaction cost about 2% of
+// the writer's time.
+func (s *Store) control(ctx context.Context, q string) (sql.Result, error) {
+	st, err := s.stmt(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx)
 }
 
 // call runs fn, turning a panic into an error so one bad request cannot
