@@ -18,7 +18,14 @@ import (
 // Submit implements app.Store.
 func (s *Store) Submit(ctx context.Context, req app.SubmitRequest) ([]app.Submitted, error) {
 	var out []app.Submitted
-	err := s.write(ctx, func(w *wtx) error {
+	write := s.writeInserts // plain jobs only: their rows can wait for the writer
+	for _, nj := range req.Jobs {
+		if nj.IdempotencyKey != "" || req.MaxQueued[nj.Queue] > 0 {
+			write = s.write // a key lookup or a count must see every row before it
+			break
+		}
+	}
+	err := write(ctx, func(w *wtx) error {
 		out = make([]app.Submitted, len(req.Jobs))
 		queued := map[string]int{} // queue -> queued jobs, counted once if it has a limit
 		for i := range req.Jobs {
@@ -62,6 +69,10 @@ func (s *Store) Submit(ctx context.Context, req app.SubmitRequest) ([]app.Submit
 	return out, nil
 }
 
+// insertJob inserts nj as a queued job. In a request that only submits
+// plain jobs (see Store.writeInserts), the row waits for the writer, which
+// inserts it together with those of the requests around it; its ID is set
+// before the caller gets its answer.
 func (w *wtx) insertJob(nj *app.NewJob) (*app.Job, error) {
 	if err := w.ensureQueue(nj.Queue); err != nil {
 		return nil, err
@@ -75,25 +86,9 @@ func (w *wtx) insertJob(nj *app.NewJob) (*app.Job, error) {
 	if len(payload) == 0 {
 		payload = json.RawMessage("null")
 	}
-	res, err := w.exec(`INSERT INTO jobs (queue, kind, payload, priority, run_at, max_attempts, timeout_ms,
-			expires_at, tags, idempotency_key, replayed_from, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		nj.Queue, nj.Kind, string(payload), nj.Priority, ms(runAt), nj.MaxAttempts, nj.Timeout.Milliseconds(),
-		nullMS(nj.ExpiresAt), encodeList(nj.Tags), nullString(nj.IdempotencyKey), nullInt(nj.ReplayedFrom),
-		ms(now), ms(now))
-	var id int64
-	if err == nil {
-		id, err = res.LastInsertId() // cheaper than RETURNING: no result row to build and read
-	}
-	if err != nil {
-		return nil, err
-	}
-	w.hot(app.EventSubmitted, id, nj.Queue, nj.Kind, nil)
-	w.moved(nj.Queue, "", app.StatusQueued, 1)
-	w.wake = append(w.wake, nj.Queue)
 	// Times go through the store's millisecond precision, as a read would give them.
 	job := &app.Job{
-		ID: id, Queue: nj.Queue, Kind: nj.Kind, Payload: payload, Status: app.StatusQueued,
+		Queue: nj.Queue, Kind: nj.Kind, Payload: payload, Status: app.StatusQueued,
 		Priority: nj.Priority, RunAt: fromMS(ms(runAt)), MaxAttempts: nj.MaxAttempts,
 		Timeout: app.Duration(time.Duration(nj.Timeout.Milliseconds()) * time.Millisecond),
 		Tags:    nj.Tags, IdempotencyKey: nj.IdempotencyKey, ReplayedFrom: nj.ReplayedFrom,
@@ -103,7 +98,90 @@ func (w *wtx) insertJob(nj *app.NewJob) (*app.Job, error) {
 		t := fromMS(ms(*nj.ExpiresAt))
 		job.ExpiresAt = &t
 	}
+	row := pendingJob{job: job, at: now, args: [insertCols]any{
+		nj.Queue, nj.Kind, string(payload), nj.Priority, ms(runAt), nj.MaxAttempts, nj.Timeout.Milliseconds(),
+		nullMS(nj.ExpiresAt), encodeList(nj.Tags), nullString(nj.IdempotencyKey), nullInt(nj.ReplayedFrom),
+		ms(now), ms(now),
+	}}
+	w.moved(nj.Queue, "", app.StatusQueued, 1)
+	w.wake = append(w.wake, nj.Queue)
+	if w.deferInserts {
+		w.pending = append(w.pending, row)
+		return job, nil
+	}
+	res, err := w.exec(insertSQL[1], row.args[:]...)
+	var id int64
+	if err == nil {
+		id, err = res.LastInsertId() // cheaper than RETURNING: no result row to build and read
+	}
+	if err != nil {
+		return nil, err
+	}
+	job.ID = id
+	w.hot(app.EventSubmitted, id, nj.Queue, nj.Kind, nil)
 	return job, nil
+}
+
+// pendingJob is a job row waiting for the writer to insert it.
+type pendingJob struct {
+	job  *app.Job
+	at   time.Time // of its submission
+	args [insertCols]any
+}
+
+// insertCols is the number of columns insertSQL binds per row.
+const insertCols = 13
+
+// insertChunk is the most rows one INSERT statement takes.
+const insertChunk = 64
+
+// insertSQL[n] inserts n job rows.
+var insertSQL = func() (qs [insertChunk + 1]string) {
+	row := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	for n := 1; n <= insertChunk; n++ {
+		qs[n] = `INSERT INTO jobs (queue, kind, payload, priority, run_at, max_attempts, timeout_ms,
+			expires_at, tags, idempotency_key, replayed_from, created_at, updated_at)
+		VALUES ` + row + strings.Repeat(", "+row, n-1)
+	}
+	return qs
+}()
+
+// insertPending inserts the rows of pending jobs, up to insertChunk in one
+// statement: one statement for the jobs of many requests costs much less
+// than one each (every INSERT also opens a statement journal, for the
+// status guard's RAISE, and updates sqlite_sequence). It sets each job's
+// ID and appends its job.submitted event to events. Rows of one INSERT get
+// consecutive ids in order (AUTOINCREMENT, and this connection is the only
+// writer), so the statement's last id tells them all.
+func (s *Store) insertPending(ctx context.Context, pend []pendingJob, events *[]app.Event) error {
+	for len(pend) > 0 {
+		n := min(len(pend), insertChunk)
+		args := make([]any, 0, n*insertCols)
+		for i := range pend[:n] {
+			args = append(args, pend[i].args[:]...)
+		}
+		st, err := s.stmt(ctx, insertSQL[n])
+		if err != nil {
+			return err
+		}
+		res, err := st.ExecContext(ctx, args...)
+		if err != nil {
+			return err
+		}
+		last, err := res.LastInsertId()
+		if err != nil {
+			return err
+		}
+		if got, err := res.RowsAffected(); err != nil || got != int64(n) {
+			return fmt.Errorf("insert of %d jobs stored %d (%v)", n, got, err)
+		}
+		for i, p := range pend[:n] {
+			p.job.ID = last - int64(n-1-i)
+			*events = append(*events, app.Event{Type: app.EventSubmitted, JobID: p.job.ID, Queue: p.job.Queue, Kind: p.job.Kind, At: p.at})
+		}
+		pend = pend[n:]
+	}
+	return nil
 }
 
 // byKey finds the job (or dead-letter row, shown as a job) holding an idempotency key.

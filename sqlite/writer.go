@@ -17,6 +17,10 @@ type request struct {
 	ctx  context.Context
 	fn   func(*wtx) error
 	done chan error
+	// inserts is set for a request that only inserts jobs that need no key
+	// lookup or count: the writer may insert its rows later in the
+	// transaction, with those of other such requests (see insertPending).
+	inserts bool
 }
 
 // wtx is one request's share of the writer's transaction. What it collects
@@ -32,6 +36,9 @@ type wtx struct {
 	counts map[countKey]*countVal
 	queues []string
 	deltas map[statusKey]int64
+	// deferInserts lets insertJob leave its rows in pending for the writer.
+	deferInserts bool
+	pending      []pendingJob
 }
 
 // statusKey counts jobs of a queue in a status; "dead_letter" counts the
@@ -52,10 +59,19 @@ type countVal struct{ completed, failed int64 }
 // that transaction committed (or failed). fn must not keep rows open when it
 // returns, and must return an error when it changed something it wants undone.
 func (s *Store) write(ctx context.Context, fn func(*wtx) error) error {
+	return s.send(ctx, &request{ctx: ctx, fn: fn, done: make(chan error, 1)})
+}
+
+// writeInserts is write for a request that only inserts jobs and reads
+// nothing they would change (no idempotency key, no max_queued count).
+func (s *Store) writeInserts(ctx context.Context, fn func(*wtx) error) error {
+	return s.send(ctx, &request{ctx: ctx, fn: fn, done: make(chan error, 1), inserts: true})
+}
+
+func (s *Store) send(ctx context.Context, r *request) error {
 	if s.wconn == nil {
 		return fmt.Errorf("%w: database opened read-only", app.ErrUnavailable)
 	}
-	r := &request{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	select {
 	case <-s.closing:
 		return fmt.Errorf("%w: store closing", app.ErrUnavailable)
@@ -139,9 +155,12 @@ func (s *Store) run(batch []*request) {
 // runBatch runs batch in one transaction, with a savepoint per request when
 // safe is set (a batch of one needs none: its failure rolls back all). Not
 // safe, it also takes in requests that arrive while it runs (see joinFor),
-// appending them to *pb. It answers every request and returns true, except
-// when, not safe, a request failed on its own: then it rolls back, answers
-// nobody and returns false, and *pb holds every request to run again.
+// appending them to *pb, and inserts the rows of inserts-only requests
+// together, before the next request that is not one and before COMMIT. It
+// answers every request and returns true, except when, not safe, a request
+// or a shared insert failed on its own: then it rolls back, answers nobody
+// and returns false, and *pb holds every request to run again (safe, each
+// inserting its own rows).
 func (s *Store) runBatch(pb *[]*request, safe bool) bool {
 	ctx := context.Background() // a caller giving up must not interrupt a shared transaction
 	batch := *pb
@@ -169,6 +188,19 @@ func (s *Store) runBatch(pb *[]*request, safe bool) bool {
 	var wake, queues []string
 	counts := map[countKey]*countVal{}
 	deltas := map[statusKey]int64{}
+	var pending []pendingJob // rows of inserts-only requests, not inserted yet
+	insertPending := func() (ok, done bool) {
+		err := s.insertPending(ctx, pending, &events)
+		pending = pending[:0]
+		switch {
+		case err == nil:
+			return true, false
+		case isFatal(err):
+			return false, failAll(err)
+		}
+		s.wconn.ExecContext(ctx, "ROLLBACK") // again, each request inserting its own rows
+		return false, false
+	}
 	for i := 0; ; i++ {
 		if i == len(batch) && !safe && time.Since(began) < s.joinFor {
 			// Requests that came while this transaction ran join it before
@@ -184,6 +216,11 @@ func (s *Store) runBatch(pb *[]*request, safe bool) bool {
 			break
 		}
 		r := batch[i]
+		if len(pending) > 0 && !r.inserts { // r may read the rows
+			if ok, done := insertPending(); !ok {
+				return done
+			}
+		}
 		single := len(batch) == 1 && !savepoints
 		if err := r.ctx.Err(); err != nil {
 			errs[i] = err
@@ -194,7 +231,7 @@ func (s *Store) runBatch(pb *[]*request, safe bool) bool {
 				return failAll(err)
 			}
 		}
-		w := &wtx{s: s, ctx: ctx, now: s.clock.Now()}
+		w := &wtx{s: s, ctx: ctx, now: s.clock.Now(), deferInserts: r.inserts && !safe}
 		err := w.call(r.fn)
 		if err != nil {
 			if isFatal(err) {
@@ -222,6 +259,7 @@ func (s *Store) runBatch(pb *[]*request, safe bool) bool {
 		if err != nil {
 			continue
 		}
+		pending = append(pending, w.pending...)
 		events = append(events, w.events...)
 		record = append(record, w.record...)
 		wake = append(wake, w.wake...)
@@ -237,6 +275,11 @@ func (s *Store) runBatch(pb *[]*request, safe bool) bool {
 			}
 			c.completed += v.completed
 			c.failed += v.failed
+		}
+	}
+	if len(pending) > 0 {
+		if ok, done := insertPending(); !ok {
+			return done
 		}
 	}
 	if err := s.flush(ctx, record, counts); err != nil {

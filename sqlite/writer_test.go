@@ -2,12 +2,15 @@ package sqlite_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/queuehq/queue/app"
 	"github.com/queuehq/queue/sqlite"
 )
 
@@ -83,5 +86,86 @@ func TestLateRequestsJoinAndFailAlone(t *testing.T) {
 	slices.Sort(names)
 	if !slices.Equal(names, []string{"first", "late"}) {
 		t.Fatalf("queues %v, want first and late (the refused request's row undone)", names)
+	}
+}
+
+// Plain submissions that share a transaction also share their INSERT; when
+// one of their rows is refused, the transaction runs again with a
+// savepoint per request, and only the refused submission fails. The others
+// answer the ids of their own rows.
+func TestSharedInsertFailsAlone(t *testing.T) {
+	var mu sync.Mutex
+	var sizes []int
+	opts := sqlite.Options{}
+	opts.ObserveWrite = func(n int, _ time.Duration) { mu.Lock(); sizes = append(sizes, n); mu.Unlock() }
+	s := MustOpen(t, opts)
+	s.SetJoinFor(time.Minute)
+	ctx := context.Background()
+	if err := s.WriteForTest(ctx, func(exec func(string, ...any) error) error {
+		return exec(`CREATE TRIGGER test_poison BEFORE INSERT ON jobs WHEN NEW.kind = 'poison'
+			BEGIN SELECT RAISE(ABORT, 'poisoned'); END`)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	sizes = nil
+	mu.Unlock()
+
+	kinds := []string{"a", "b", "poison", "c"}
+	running := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // holds its transaction until the four submissions wait
+		defer wg.Done()
+		runs := 0
+		s.WriteForTest(ctx, func(exec func(string, ...any) error) error {
+			if runs++; runs == 1 {
+				close(running)
+				for deadline := time.Now().Add(10 * time.Second); s.QueuedWrites() < len(kinds) && time.Now().Before(deadline); {
+					time.Sleep(time.Millisecond)
+				}
+			}
+			return nil
+		})
+	}()
+	<-running
+	ids := make([]int64, len(kinds))
+	errs := make([]error, len(kinds))
+	for i, k := range kinds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := s.Submit(ctx, app.SubmitRequest{Jobs: []app.NewJob{{Queue: "q", Kind: k, MaxAttempts: 1,
+				Payload: json.RawMessage(`{"kind":"` + k + `"}`)}}})
+			errs[i] = err
+			if err == nil {
+				ids[i] = out[0].Job.ID
+			}
+		}()
+	}
+	wg.Wait()
+	mu.Lock()
+	got := slices.Clone(sizes)
+	mu.Unlock()
+	if !slices.Equal(got, []int{5}) {
+		t.Fatalf("write transactions of %v requests, want one of 5", got)
+	}
+	for i, k := range kinds {
+		if k == "poison" {
+			if errs[i] == nil || !strings.Contains(errs[i].Error(), "poisoned") {
+				t.Errorf("poisoned submission: %v, want its row refused", errs[i])
+			}
+			continue
+		}
+		if errs[i] != nil {
+			t.Fatalf("submission of %s: %v", k, errs[i])
+		}
+		job, _, err := s.Lookup(ctx, ids[i])
+		if err != nil || job == nil || job.Kind != k || string(job.Payload) != `{"kind":"`+k+`"}` {
+			t.Fatalf("id %d answered for %s holds %+v (%v)", ids[i], k, job, err)
+		}
+	}
+	if n, err := s.CountJobs(ctx, app.JobFilter{}); err != nil || n != 3 {
+		t.Fatalf("%d jobs stored (%v), want 3", n, err)
 	}
 }

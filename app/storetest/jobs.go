@@ -369,6 +369,58 @@ func testPausedQueueHandsOutNothing(e *env) {
 	}
 }
 
+// Submissions running at once (a store may write them together) each get
+// the ids of their own rows: the job stored under an answered id has the
+// payload that was sent with it, no id is answered twice, and a request's
+// ids rise in its order.
+func testConcurrentSubmitsGetTheirOwnRows(e *env) {
+	type sent struct {
+		id      int64
+		payload string
+	}
+	var mu sync.Mutex
+	var all []sent
+	var wg sync.WaitGroup
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 25; i++ {
+				var jobs []app.NewJob
+				for k := 0; k <= i%3; k++ {
+					j := e.newJob(fmt.Sprintf("q%d", g%3), "k")
+					j.Payload = json.RawMessage(fmt.Sprintf(`{"g":%d,"i":%d,"k":%d}`, g, i, k))
+					jobs = append(jobs, j)
+				}
+				out, err := e.s.Submit(e.ctx, app.SubmitRequest{Jobs: jobs})
+				if err != nil {
+					e.t.Error(err)
+					return
+				}
+				mu.Lock()
+				for k, o := range out {
+					if k > 0 && o.Job.ID <= out[k-1].Job.ID {
+						e.t.Errorf("ids of one request out of order: %d after %d", o.Job.ID, out[k-1].Job.ID)
+					}
+					all = append(all, sent{o.Job.ID, string(jobs[k].Payload)})
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	seen := map[int64]bool{}
+	for _, s := range all {
+		if seen[s.id] {
+			e.t.Fatalf("id %d answered twice", s.id)
+		}
+		seen[s.id] = true
+		if got := e.get(s.id); !app.JSONEqual(got.Payload, json.RawMessage(s.payload)) {
+			e.t.Fatalf("job %d holds %s, but was answered for %s", s.id, got.Payload, s.payload)
+		}
+	}
+}
+
 func testConcurrentClaimersNeverShareAJob(e *env) {
 	const n = 300
 	batch := make([]app.NewJob, n)

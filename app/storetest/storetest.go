@@ -68,6 +68,7 @@ func Run(t *testing.T, open Opener) {
 		"ClaimHonoursRateLimit":                  testClaimHonoursRateLimit,
 		"PausedQueueHandsOutNothing":             testPausedQueueHandsOutNothing,
 		"ConcurrentClaimersNeverShareAJob":       testConcurrentClaimersNeverShareAJob,
+		"ConcurrentSubmitsGetTheirOwnRows":       testConcurrentSubmitsGetTheirOwnRows,
 		"HeartbeatExtendsAndIsFenced":            testHeartbeatExtendsAndIsFenced,
 		"StaleLeaseChangesNothing":               testStaleLeaseChangesNothing,
 		"CompleteStoresResult":                   testCompleteStoresResult,
