@@ -346,6 +346,8 @@ func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, er
 		for _, j := range out {
 			w.hot(app.EventStarted, j.ID, j.Queue, j.Kind, app.StartedData(j))
 			w.moved(j.Queue, app.StatusQueued, app.StatusProcessing, 1)
+			started := *j.StartedAt // a copy: the caller owns j
+			w.claimed = append(w.claimed, claimedJob{id: j.ID, lease: j.Lease, queue: j.Queue, kind: j.Kind, started: &started})
 		}
 		if req.Rate > 0 {
 			left += float64(n - len(out)) // give back what was not used
@@ -449,7 +451,10 @@ func (s *Store) Heartbeat(ctx context.Context, id, lease int64, extend time.Dura
 // Complete implements app.Store. One statement completes up to
 // completeChunk items (their ids, leases and results bound as VALUES),
 // and only the items it did not match are looked at one by one to tell a
-// lost lease from an unknown job.
+// lost lease from an unknown job. When the writer remembers the claim of
+// every item of a chunk (see claimedJob), the statement returns nothing,
+// and if it did not complete every item it is undone and run again
+// returning the jobs it completed.
 func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, error) {
 	first := app.FirstCompletions(items)
 	var errs []error
@@ -467,9 +472,18 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 			for range n - len(chunk) {
 				args = append(args, nil, nil, nil)
 			}
-			if err := w.completeRows(completeSQL(n), args, done); err != nil {
+			if ok, err := w.completeKnown(chunk, n, args, done); ok || err != nil {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			if err := w.completeRows(completeSQL(n, true), args, done); err != nil {
 				return err
 			}
+		}
+		for id := range done {
+			w.finished = append(w.finished, id)
 		}
 		var err error
 		errs, err = app.SettleCompletions(items, done, w.fenceErr)
@@ -479,6 +493,74 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 		return nil, fmt.Errorf("complete: %w", mapErr(err))
 	}
 	return errs, nil
+}
+
+// claimedJob is what the writer remembers of a claim it committed: a
+// completion under that lease needs the job's queue, kind and start, and
+// reading them back costs it a third of its time (RETURNING makes SQLite
+// load every column of each row and keep the rows in a temporary table).
+// A job's queue and kind never change, and its start changes only with a
+// new claim, that is with a new lease; so a remembered claim is right for
+// as long as its lease is the job's.
+type claimedJob struct {
+	id, lease   int64
+	queue, kind string
+	started     *time.Time
+}
+
+// maxClaims bounds the claims the writer remembers. Jobs that leave
+// processing other than by a completion (a failure, a cancel, a lease
+// expiry) are not forgotten one by one; past the bound, the writer forgets
+// everything, and completions read their jobs back until it knows them again.
+const maxClaims = 1 << 16
+
+// remember records the claims of a committed transaction and forgets the
+// jobs it completed.
+func (s *Store) remember(claimed []claimedJob, finished []int64) {
+	for _, id := range finished {
+		delete(s.claims, id)
+	}
+	if len(s.claims)+len(claimed) > maxClaims {
+		clear(s.claims)
+	}
+	for _, c := range claimed {
+		s.claims[c.id] = c
+	}
+}
+
+// completeKnown completes chunk with a statement that returns nothing,
+// when the writer remembers the claim of each item. It reports false,
+// having changed nothing, when it does not, or when the statement did not
+// complete every item (a lease was lost or the job is gone): then the
+// caller runs the statement that returns what it completed.
+func (w *wtx) completeKnown(chunk []app.Completion, n int, args []any, done map[int64]int64) (bool, error) {
+	for _, it := range chunk {
+		if c, ok := w.s.claims[it.ID]; !ok || c.lease != it.Lease {
+			return false, nil
+		}
+	}
+	if _, err := w.s.control(w.ctx, "SAVEPOINT complete"); err != nil {
+		return false, err
+	}
+	res, err := w.exec(completeSQL(n, false), args...)
+	var matched int64
+	if err == nil {
+		matched, err = res.RowsAffected()
+	}
+	if err == nil && matched != int64(len(chunk)) {
+		_, err = w.s.control(w.ctx, "ROLLBACK TO complete")
+	}
+	if _, rerr := w.s.control(w.ctx, "RELEASE complete"); err == nil {
+		err = rerr
+	}
+	if err != nil || matched != int64(len(chunk)) {
+		return false, err
+	}
+	for _, it := range chunk {
+		c := w.s.claims[it.ID]
+		w.completed(it.ID, it.Lease, c.queue, c.kind, c.started, done)
+	}
+	return true, nil
 }
 
 // completeRows runs one completion statement and records each job it
@@ -496,13 +578,18 @@ func (w *wtx) completeRows(q string, args []any, done map[int64]int64) error {
 		if err := rows.Scan(&id, &lease, &queue, &kind, &started); err != nil {
 			return err
 		}
-		done[id] = lease
-		w.hot(app.EventSucceeded, id, queue, kind, app.FinishedData(fromNullMS(started), w.now))
-		w.moved(queue, app.StatusProcessing, app.StatusDone, 1)
-		w.count(queue, 1, 0)
-		w.wake = append(w.wake, queue) // a concurrency slot is free
+		w.completed(id, lease, queue, kind, fromNullMS(started), done)
 	}
 	return rows.Err()
+}
+
+// completed records that job id was completed under lease.
+func (w *wtx) completed(id, lease int64, queue, kind string, started *time.Time, done map[int64]int64) {
+	done[id] = lease
+	w.hot(app.EventSucceeded, id, queue, kind, app.FinishedData(started, w.now))
+	w.moved(queue, app.StatusProcessing, app.StatusDone, 1)
+	w.count(queue, 1, 0)
+	w.wake = append(w.wake, queue) // a concurrency slot is free
 }
 
 // completeChunk is the most items one completion statement takes.
@@ -519,16 +606,22 @@ func completeSize(n int) int {
 	return size
 }
 
-// completeSQLs caches completeSQL's text per size.
+// completeSQLs caches completeSQL's text per size and RETURNING.
 var completeSQLs sync.Map
+
+type completeKey struct {
+	n         int
+	returning bool
+}
 
 // completeSQL marks done every job of the n (id, lease, result) triples
 // bound after ?1 (the time) that is processing under that lease. Items are
 // distinct (id, lease) pairs, so at most one matches a job. The triples are
 // VALUES rows rather than a JSON array: json_each and ->> took about a
 // quarter of the statement's time.
-func completeSQL(n int) string {
-	if q, ok := completeSQLs.Load(n); ok {
+func completeSQL(n int, returning bool) string {
+	key := completeKey{n, returning}
+	if q, ok := completeSQLs.Load(key); ok {
 		return q.(string)
 	}
 	var b strings.Builder
@@ -542,9 +635,12 @@ func completeSQL(n int) string {
 		b.WriteString("(?,?,?)")
 	}
 	b.WriteString(`) AS v
-	WHERE jobs.id = v.column1 AND jobs.lease = v.column2 AND jobs.status = 'processing'
+	WHERE jobs.id = v.column1 AND jobs.lease = v.column2 AND jobs.status = 'processing'`)
+	if returning {
+		b.WriteString(`
 	RETURNING jobs.id, jobs.lease, jobs.queue, jobs.kind, jobs.started_at`)
-	completeSQLs.Store(n, b.String())
+	}
+	completeSQLs.Store(key, b.String())
 	return b.String()
 }
 

@@ -84,6 +84,9 @@ type Store struct {
 	// Owned by the writer goroutine.
 	stmts  map[string]*sql.Stmt
 	queues map[string]bool // queues known to have a row in queues
+	// claims remembers the jobs this store's claims committed, so that a
+	// completion need not read them back (see Complete).
+	claims map[int64]claimedJob
 }
 
 // LockedError says another process serves the database file.
@@ -124,7 +127,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		path: path, opts: opts, clock: opts.ClockOrSystem(), bus: opts.Bus,
 		notify: app.NewNotifier(), log: opts.Log,
 		reqs: make(chan *request, 4096), stopped: make(chan struct{}), closing: make(chan struct{}),
-		stmts: map[string]*sql.Stmt{}, queues: map[string]bool{}, joinFor: joinFor,
+		stmts: map[string]*sql.Stmt{}, queues: map[string]bool{}, claims: map[int64]claimedJob{}, joinFor: joinFor,
 	}
 	if opts.ReadOnly {
 		if _, err := os.Stat(path); err != nil {

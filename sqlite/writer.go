@@ -39,6 +39,8 @@ type wtx struct {
 	// deferInserts lets insertJob leave its rows in pending for the writer.
 	deferInserts bool
 	pending      []pendingJob
+	claimed      []claimedJob // remembered after commit
+	finished     []int64      // forgotten after commit
 }
 
 // statusKey counts jobs of a queue in a status; "dead_letter" counts the
@@ -186,6 +188,8 @@ func (s *Store) runBatch(pb *[]*request, safe bool) bool {
 	savepoints := safe && len(batch) > 1
 	var events, record []app.Event
 	var wake, queues []string
+	var claimed []claimedJob
+	var finished []int64
 	counts := map[countKey]*countVal{}
 	deltas := map[statusKey]int64{}
 	var pending []pendingJob // rows of inserts-only requests, not inserted yet
@@ -264,6 +268,8 @@ func (s *Store) runBatch(pb *[]*request, safe bool) bool {
 		record = append(record, w.record...)
 		wake = append(wake, w.wake...)
 		queues = append(queues, w.queues...)
+		claimed = append(claimed, w.claimed...)
+		finished = append(finished, w.finished...)
 		for k, v := range w.deltas {
 			deltas[k] += v
 		}
@@ -292,6 +298,7 @@ func (s *Store) runBatch(pb *[]*request, safe bool) bool {
 	for _, q := range queues {
 		s.queues[q] = true
 	}
+	s.remember(claimed, finished)
 	s.applyDeltas(deltas)
 	s.bus.Publish(events...)
 	s.notify.Notify(wake...)

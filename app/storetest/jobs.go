@@ -677,6 +677,46 @@ func testLargeCompletionKeepsEachResult(e *env) {
 	}
 }
 
+// A completion under the lease of a job that has since left processing
+// without a new claim (snoozed, failed into a retry) loses, in the same
+// batch as one that wins; only the winner counts as completed.
+func testCompleteAfterLeavingProcessingLoses(e *env) {
+	e.submit(e.newJob("left", "k"), e.newJob("left", "k"), e.newJob("left", "k"))
+	jobs := e.claim("left", 3)
+	if len(jobs) != 3 {
+		e.t.Fatalf("claimed %d of 3", len(jobs))
+	}
+	if _, err := e.s.Snooze(e.ctx, jobs[0].ID, jobs[0].Lease, time.Minute); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.s.Fail(e.ctx, app.FailRequest{ID: jobs[1].ID, Lease: jobs[1].Lease, Error: "boom", Retry: true, Backoff: fixedBackoff}); err != nil {
+		e.t.Fatal(err)
+	}
+	errs, err := e.s.Complete(e.ctx, []app.Completion{
+		{ID: jobs[0].ID, Lease: jobs[0].Lease}, {ID: jobs[1].ID, Lease: jobs[1].Lease}, {ID: jobs[2].ID, Lease: jobs[2].Lease},
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if !errors.Is(errs[0], app.ErrLeaseLost) || !errors.Is(errs[1], app.ErrLeaseLost) || errs[2] != nil {
+		e.t.Fatalf("per-item results %v, want [lease_lost lease_lost nil]", errs)
+	}
+	for i, want := range []app.Status{app.StatusQueued, app.StatusQueued, app.StatusDone} {
+		if got := e.get(jobs[i].ID).Status; got != want {
+			e.t.Fatalf("job %d: %s, want %s", jobs[i].ID, got, want)
+		}
+	}
+	st, err := e.s.Stats(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, q := range st {
+		if q.Queue == "left" && (q.CompletedLastMinute != 1 || q.Done != 1) {
+			e.t.Fatalf("stats of left: %d completed in the last minute, %d done; want 1 each", q.CompletedLastMinute, q.Done)
+		}
+	}
+}
+
 func testFailRetriesWithBackoff(e *env) {
 	j := e.submitOne("q", "k", withMax(3))
 	c := e.claimOne("q")

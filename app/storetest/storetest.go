@@ -74,6 +74,7 @@ func Run(t *testing.T, open Opener) {
 		"CompleteStoresResult":                   testCompleteStoresResult,
 		"CompleteBatchFencesEachItem":            testCompleteBatchFencesEachItem,
 		"LargeCompletionKeepsEachResult":         testLargeCompletionKeepsEachResult,
+		"CompleteAfterLeavingProcessingLoses":    testCompleteAfterLeavingProcessingLoses,
 		"FailRetriesWithBackoff":                 testFailRetriesWithBackoff,
 		"FailOnLastAttemptDeadLetters":           testFailOnLastAttemptDeadLetters,
 		"FailWithoutRetryDeadLetters":            testFailWithoutRetryDeadLetters,
