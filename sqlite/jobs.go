@@ -317,11 +317,11 @@ func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, er
 		if n <= 0 {
 			return nil
 		}
-		leaseExp := `:now + timeout_ms`
+		leaseExp, leaseMS := `:now + timeout_ms`, int64(-1)
 		args := []any{sql.Named("now", ms(w.now)), sql.Named("worker", req.WorkerID), sql.Named("queue", req.Queue), sql.Named("n", n)}
 		if req.Timeout > 0 {
-			leaseExp = `:now + :timeout`
-			args = append(args, sql.Named("timeout", req.Timeout.Milliseconds()))
+			leaseExp, leaseMS = `:now + :timeout`, req.Timeout.Milliseconds()
+			args = append(args, sql.Named("timeout", leaseMS))
 		}
 		for i, k := range req.Kinds {
 			args = append(args, sql.Named("kind"+strconv.Itoa(i), k))
@@ -332,7 +332,7 @@ func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, er
 		}
 		defer rows.Close()
 		for rows.Next() {
-			j, err := scanJob(rows)
+			j, err := scanClaimed(rows, ms(w.now), req.WorkerID, leaseMS)
 			if err != nil {
 				return err
 			}
@@ -398,7 +398,7 @@ func claimSQL(leaseExp string, kinds int) string {
 	return `UPDATE jobs SET status = 'processing', attempts = attempts + 1, lease = lease + 1,
 			lease_expires_at = ` + leaseExp + `, worker_id = :worker, started_at = :now, updated_at = :now
 		WHERE id IN (` + pick + `)
-		RETURNING ` + jobCols
+		RETURNING ` + claimCols
 }
 
 func claimOrder(a, b *app.Job) bool {

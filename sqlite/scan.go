@@ -16,53 +16,90 @@ const jobCols = `id, queue, kind, payload, status, priority, run_at, attempts, m
 	cancel_requested, cancel_reason, errors, result, replayed_from, created_at, updated_at,
 	started_at, finished_at`
 
+// claimCols is jobCols without the columns a claim sets to values its
+// caller knows (status, lease_expires_at, worker_id, updated_at,
+// started_at): a claim returns fewer columns, in scanClaimed's order.
+const claimCols = `id, queue, kind, payload, priority, run_at, attempts, max_attempts,
+	timeout_ms, expires_at, tags, idempotency_key, lease,
+	cancel_requested, cancel_reason, errors, result, replayed_from, created_at,
+	finished_at`
+
 type scanner interface{ Scan(dest ...any) error }
 
+// jobRow holds the columns of a job as scanned.
+type jobRow struct {
+	j                                                app.Job
+	payload, tags, errs                              string
+	status                                           string
+	runAt, createdAt, updatedAt, timeoutMS           int64
+	expiresAt, leaseExpiresAt, startedAt, finishedAt sql.NullInt64
+	idem, workerID, cancelReason, result             sql.NullString
+	replayedFrom                                     sql.NullInt64
+	cancelRequested                                  int64
+}
+
 func scanJob(sc scanner) (*app.Job, error) {
-	var (
-		j                                                app.Job
-		payload, tags, errs                              string
-		status                                           string
-		runAt, createdAt, updatedAt, timeoutMS           int64
-		expiresAt, leaseExpiresAt, startedAt, finishedAt sql.NullInt64
-		idem, workerID, cancelReason, result             sql.NullString
-		replayedFrom                                     sql.NullInt64
-		cancelRequested                                  int64
-	)
-	if err := sc.Scan(&j.ID, &j.Queue, &j.Kind, &payload, &status, &j.Priority, &runAt, &j.Attempts,
-		&j.MaxAttempts, &timeoutMS, &expiresAt, &tags, &idem, &j.Lease, &leaseExpiresAt, &workerID,
-		&cancelRequested, &cancelReason, &errs, &result, &replayedFrom, &createdAt, &updatedAt,
-		&startedAt, &finishedAt); err != nil {
+	var r jobRow
+	if err := sc.Scan(&r.j.ID, &r.j.Queue, &r.j.Kind, &r.payload, &r.status, &r.j.Priority, &r.runAt, &r.j.Attempts,
+		&r.j.MaxAttempts, &r.timeoutMS, &r.expiresAt, &r.tags, &r.idem, &r.j.Lease, &r.leaseExpiresAt, &r.workerID,
+		&r.cancelRequested, &r.cancelReason, &r.errs, &r.result, &r.replayedFrom, &r.createdAt, &r.updatedAt,
+		&r.startedAt, &r.finishedAt); err != nil {
 		return nil, err
 	}
-	j.Payload = json.RawMessage(payload)
-	j.Status = app.Status(status)
-	j.RunAt = fromMS(runAt)
-	j.Timeout = app.Duration(time.Duration(timeoutMS) * time.Millisecond)
-	j.ExpiresAt = fromNullMS(expiresAt)
-	if err := decodeList(tags, &j.Tags); err != nil {
+	return r.job()
+}
+
+// scanClaimed scans a row of claimCols that a claim at now by worker took,
+// with its lease running timeoutMS (if negative, the job's own timeout).
+func scanClaimed(sc scanner, now int64, worker string, timeoutMS int64) (*app.Job, error) {
+	var r jobRow
+	if err := sc.Scan(&r.j.ID, &r.j.Queue, &r.j.Kind, &r.payload, &r.j.Priority, &r.runAt, &r.j.Attempts,
+		&r.j.MaxAttempts, &r.timeoutMS, &r.expiresAt, &r.tags, &r.idem, &r.j.Lease,
+		&r.cancelRequested, &r.cancelReason, &r.errs, &r.result, &r.replayedFrom, &r.createdAt,
+		&r.finishedAt); err != nil {
+		return nil, err
+	}
+	if timeoutMS < 0 {
+		timeoutMS = r.timeoutMS
+	}
+	r.status = string(app.StatusProcessing)
+	r.leaseExpiresAt = sql.NullInt64{Int64: now + timeoutMS, Valid: true}
+	r.workerID = sql.NullString{String: worker, Valid: true}
+	r.updatedAt = now
+	r.startedAt = sql.NullInt64{Int64: now, Valid: true}
+	return r.job()
+}
+
+func (r *jobRow) job() (*app.Job, error) {
+	j := &r.j
+	j.Payload = json.RawMessage(r.payload)
+	j.Status = app.Status(r.status)
+	j.RunAt = fromMS(r.runAt)
+	j.Timeout = app.Duration(time.Duration(r.timeoutMS) * time.Millisecond)
+	j.ExpiresAt = fromNullMS(r.expiresAt)
+	if err := decodeList(r.tags, &j.Tags); err != nil {
 		return nil, fmt.Errorf("job %d tags: %w", j.ID, err)
 	}
-	j.IdempotencyKey = idem.String
-	j.LeaseExpiresAt = fromNullMS(leaseExpiresAt)
-	j.WorkerID = workerID.String
-	j.CancelRequested = cancelRequested != 0
-	j.CancelReason = cancelReason.String
-	if err := decodeList(errs, &j.Errors); err != nil {
+	j.IdempotencyKey = r.idem.String
+	j.LeaseExpiresAt = fromNullMS(r.leaseExpiresAt)
+	j.WorkerID = r.workerID.String
+	j.CancelRequested = r.cancelRequested != 0
+	j.CancelReason = r.cancelReason.String
+	if err := decodeList(r.errs, &j.Errors); err != nil {
 		return nil, fmt.Errorf("job %d errors: %w", j.ID, err)
 	}
-	if result.Valid {
-		j.Result = json.RawMessage(result.String)
+	if r.result.Valid {
+		j.Result = json.RawMessage(r.result.String)
 	}
-	if replayedFrom.Valid {
-		v := replayedFrom.Int64
+	if r.replayedFrom.Valid {
+		v := r.replayedFrom.Int64
 		j.ReplayedFrom = &v
 	}
-	j.CreatedAt = fromMS(createdAt)
-	j.UpdatedAt = fromMS(updatedAt)
-	j.StartedAt = fromNullMS(startedAt)
-	j.FinishedAt = fromNullMS(finishedAt)
-	return &j, nil
+	j.CreatedAt = fromMS(r.createdAt)
+	j.UpdatedAt = fromMS(r.updatedAt)
+	j.StartedAt = fromNullMS(r.startedAt)
+	j.FinishedAt = fromNullMS(r.finishedAt)
+	return j, nil
 }
 
 // deadCols is the column list every dead-letter query selects, in scanDead's order.

@@ -369,6 +369,45 @@ func testPausedQueueHandsOutNothing(e *env) {
 	}
 }
 
+// A claimed job is the row as stored after the claim, field by field:
+// with the job's own timeout and with a timeout the claim names, on a
+// first attempt and on a retry that carries an error.
+func testClaimAnswersTheStoredRow(e *env) {
+	exp := T0.Add(time.Hour)
+	j := e.newJob("rows", "k", withMax(3))
+	j.Payload = json.RawMessage(`{"x":[1,2]}`)
+	j.Tags = []string{"a", "b"}
+	j.Priority = -2
+	j.IdempotencyKey = "row-key"
+	j.ExpiresAt = &exp
+	e.submit(j, e.newJob("rows", "k2"))
+	check := func(what string, claimed []*app.Job) {
+		e.t.Helper()
+		for _, c := range claimed {
+			got, _ := json.Marshal(c)
+			want, _ := json.Marshal(e.get(c.ID))
+			if string(got) != string(want) {
+				e.t.Fatalf("%s: claimed job\n%s\nstored row\n%s", what, got, want)
+			}
+		}
+	}
+	e.clock.Advance(time.Second)
+	first, err := e.s.Claim(e.ctx, app.ClaimRequest{Queue: "rows", WorkerID: "w1", Limit: 1})
+	if err != nil || len(first) != 1 {
+		e.t.Fatalf("claim: %v %v", first, err)
+	}
+	check("first attempt, job's timeout", first)
+	if _, err := e.s.Fail(e.ctx, app.FailRequest{ID: first[0].ID, Lease: first[0].Lease, Error: "boom", Retry: true, Backoff: fixedBackoff}); err != nil {
+		e.t.Fatal(err)
+	}
+	e.clock.Advance(time.Minute)
+	again, err := e.s.Claim(e.ctx, app.ClaimRequest{Queue: "rows", WorkerID: "w2", Limit: 5, Timeout: 7 * time.Second})
+	if err != nil || len(again) != 2 {
+		e.t.Fatalf("second claim: %d jobs, %v", len(again), err)
+	}
+	check("retry and a first attempt, claim's timeout", again)
+}
+
 // Submissions running at once (a store may write them together) each get
 // the ids of their own rows: the job stored under an answered id has the
 // payload that was sent with it, no id is answered twice, and a request's

@@ -64,6 +64,7 @@ func Run(t *testing.T, open Opener) {
 		"ClaimOrderIsPriorityRunAtID":            testClaimOrderIsPriorityRunAtID,
 		"ClaimSkipsScheduledExpiredAndKinds":     testClaimSkipsScheduledExpiredAndKinds,
 		"ClaimSetsLeaseAndAttempts":              testClaimSetsLeaseAndAttempts,
+		"ClaimAnswersTheStoredRow":               testClaimAnswersTheStoredRow,
 		"ClaimHonoursConcurrencyLimit":           testClaimHonoursConcurrencyLimit,
 		"ClaimHonoursRateLimit":                  testClaimHonoursRateLimit,
 		"PausedQueueHandsOutNothing":             testPausedQueueHandsOutNothing,
