@@ -14,26 +14,40 @@ import (
 	"github.com/queuehq/queue/sqlite"
 )
 
+// writeSizes records the size of each write transaction of a store.
+type writeSizes struct {
+	mu    sync.Mutex
+	sizes []int
+}
+
+// open opens a store that reports to w, with a join window long enough for
+// any test machine.
+func (w *writeSizes) open(t *testing.T) *sqlite.Store {
+	opts := sqlite.Options{}
+	opts.ObserveWrite = func(n int, _ time.Duration) { w.mu.Lock(); w.sizes = append(w.sizes, n); w.mu.Unlock() }
+	s := MustOpen(t, opts)
+	s.SetJoinFor(time.Minute) // join whatever comes, however slow the test machine
+	return s
+}
+
+func (w *writeSizes) reset() { w.mu.Lock(); w.sizes = nil; w.mu.Unlock() }
+
+func (w *writeSizes) get() []int { w.mu.Lock(); defer w.mu.Unlock(); return slices.Clone(w.sizes) }
+
 // Requests that arrive while a write transaction runs join it (group
 // commit), and one of them failing still fails alone: the transaction runs
 // again with a savepoint per request, the late ones included, and only the
 // failing request's writes are undone.
 func TestLateRequestsJoinAndFailAlone(t *testing.T) {
-	var mu sync.Mutex
-	var sizes []int
-	opts := sqlite.Options{}
-	opts.ObserveWrite = func(n int, _ time.Duration) { mu.Lock(); sizes = append(sizes, n); mu.Unlock() }
-	s := MustOpen(t, opts)
-	s.SetJoinFor(time.Minute) // join whatever comes, however slow the test machine
+	var ws writeSizes
+	s := ws.open(t)
 	ctx := context.Background()
 	insert := func(name string) func(exec func(string, ...any) error) error {
 		return func(exec func(string, ...any) error) error {
 			return exec(`INSERT INTO queues (name) VALUES (?)`, name)
 		}
 	}
-	mu.Lock()
-	sizes = nil // the store's own writes at open
-	mu.Unlock()
+	ws.reset() // the store's own writes at open
 
 	running := make(chan struct{})
 	errs := make([]error, 3)
@@ -69,9 +83,7 @@ func TestLateRequestsJoinAndFailAlone(t *testing.T) {
 	if errs[0] != nil || errs[1] != nil || !errors.Is(errs[2], refused) {
 		t.Fatalf("answers %v, want nil, nil, refused", errs)
 	}
-	mu.Lock()
-	got := slices.Clone(sizes)
-	mu.Unlock()
+	got := ws.get()
 	if !slices.Equal(got, []int{3}) {
 		t.Fatalf("write transactions of %v requests, want one of 3 (the late two joined)", got)
 	}
@@ -94,12 +106,8 @@ func TestLateRequestsJoinAndFailAlone(t *testing.T) {
 // savepoint per request, and only the refused submission fails. The others
 // answer the ids of their own rows.
 func TestSharedInsertFailsAlone(t *testing.T) {
-	var mu sync.Mutex
-	var sizes []int
-	opts := sqlite.Options{}
-	opts.ObserveWrite = func(n int, _ time.Duration) { mu.Lock(); sizes = append(sizes, n); mu.Unlock() }
-	s := MustOpen(t, opts)
-	s.SetJoinFor(time.Minute)
+	var ws writeSizes
+	s := ws.open(t)
 	ctx := context.Background()
 	if err := s.WriteForTest(ctx, func(exec func(string, ...any) error) error {
 		return exec(`CREATE TRIGGER test_poison BEFORE INSERT ON jobs WHEN NEW.kind = 'poison'
@@ -107,9 +115,7 @@ func TestSharedInsertFailsAlone(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	sizes = nil
-	mu.Unlock()
+	ws.reset()
 
 	kinds := []string{"a", "b", "poison", "c"}
 	running := make(chan struct{})
@@ -144,9 +150,7 @@ func TestSharedInsertFailsAlone(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	mu.Lock()
-	got := slices.Clone(sizes)
-	mu.Unlock()
+	got := ws.get()
 	if !slices.Equal(got, []int{5}) {
 		t.Fatalf("write transactions of %v requests, want one of 5", got)
 	}

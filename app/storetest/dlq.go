@@ -72,11 +72,7 @@ func testFaultInsideDeadLetterMoveLosesNothing(e *env) {
 // While moves run, a reader never sees a job in both tables or in neither.
 func testDeadLetterMoveIsAtomicForReaders(e *env) {
 	const n = 60
-	batch := make([]app.NewJob, n)
-	for i := range batch {
-		batch[i] = e.newJob("atomic", "k", withMax(1))
-	}
-	jobs := e.submit(batch...)
+	jobs := e.submitN(n, "atomic", "k", withMax(1))
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	var reads atomic.Int64

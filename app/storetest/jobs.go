@@ -462,11 +462,7 @@ func testConcurrentSubmitsGetTheirOwnRows(e *env) {
 
 func testConcurrentClaimersNeverShareAJob(e *env) {
 	const n = 300
-	batch := make([]app.NewJob, n)
-	for i := range batch {
-		batch[i] = e.newJob("c", "k")
-	}
-	e.submit(batch...)
+	e.submitN(n, "c", "k")
 	var mu sync.Mutex
 	seen := map[int64]int{}
 	var wg sync.WaitGroup
@@ -668,11 +664,7 @@ func testCompleteBatchFencesEachItem(e *env) {
 // order, and counts each job once.
 func testLargeCompletionKeepsEachResult(e *env) {
 	const n = 700
-	jobs := make([]app.NewJob, n)
-	for i := range jobs {
-		jobs[i] = e.newJob("big", "k")
-	}
-	e.submit(jobs...)
+	e.submitN(n, "big", "k")
 	claimed := e.claim("big", n)
 	if len(claimed) != n {
 		e.t.Fatalf("claimed %d of %d", len(claimed), n)

@@ -16,11 +16,7 @@ func (e *env) service(cfg *app.Config) *app.Service {
 func testServiceBulkActionsBatchAndAudit(e *env) {
 	svc := e.service(nil)
 	const n = app.BulkBatch + 50 // more than one batch
-	batch := make([]app.NewJob, n)
-	for i := range batch {
-		batch[i] = e.newJob("bulk", "k")
-	}
-	e.submit(batch...)
+	e.submitN(n, "bulk", "k")
 	e.submitOne("other", "k")
 	dry, err := svc.BulkDead(e.ctx, app.BulkMove, app.BulkInput{Queue: "bulk", DryRun: true}, "tester")
 	if err != nil || dry.Count != n || len(dry.Jobs) != 10 {

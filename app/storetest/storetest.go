@@ -151,6 +151,16 @@ func (e *env) submit(jobs ...app.NewJob) []*app.Job {
 	return out
 }
 
+// submitN submits n jobs of queue and kind in one batch.
+func (e *env) submitN(n int, queue, kind string, mods ...func(*app.NewJob)) []*app.Job {
+	e.t.Helper()
+	batch := make([]app.NewJob, n)
+	for i := range batch {
+		batch[i] = e.newJob(queue, kind, mods...)
+	}
+	return e.submit(batch...)
+}
+
 func (e *env) submitOne(queue, kind string, mods ...func(*app.NewJob)) *app.Job {
 	e.t.Helper()
 	return e.submit(e.newJob(queue, kind, mods...))[0]
