@@ -32,7 +32,18 @@ func (w *writeSizes) open(t *testing.T) *sqlite.Store {
 
 func (w *writeSizes) reset() { w.mu.Lock(); w.sizes = nil; w.mu.Unlock() }
 
-func (w *writeSizes) get() []int { w.mu.Lock(); defer w.mu.Unlock(); return slices.Clone(w.sizes) }
+// get returns the sizes seen. The writer reports a transaction after it
+// answered its callers, so get waits a little for a first report.
+func (w *writeSizes) get() []int {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		w.mu.Lock()
+		got := slices.Clone(w.sizes)
+		w.mu.Unlock()
+		if len(got) > 0 || time.Now().After(deadline) {
+			return got
+		}
+	}
+}
 
 // Requests that arrive while a write transaction runs join it (group
 // commit), and one of them failing still fails alone: the transaction runs
