@@ -126,6 +126,7 @@ func TestSharedInsertFailsAlone(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	ws.get() // the trigger's write reports after it answered
 	ws.reset()
 
 	kinds := []string{"a", "b", "poison", "c"}
