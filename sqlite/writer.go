@@ -193,17 +193,20 @@ func (s *Store) runBatch(pb *[]*request, safe bool) bool {
 	counts := map[countKey]*countVal{}
 	deltas := map[statusKey]int64{}
 	var pending []pendingJob // rows of inserts-only requests, not inserted yet
-	insertPending := func() (ok, done bool) {
+	insertPending := func() error {
 		err := s.insertPending(ctx, pending, &events)
 		pending = pending[:0]
-		switch {
-		case err == nil:
-			return true, false
-		case isFatal(err):
-			return false, failAll(err)
+		return err
+	}
+	// retry gives up on the transaction after a shared insert failed: for
+	// good if the database failed, else to run it again with savepoints,
+	// each request inserting its own rows.
+	retry := func(err error) bool {
+		if isFatal(err) {
+			return failAll(err)
 		}
-		s.wconn.ExecContext(ctx, "ROLLBACK") // again, each request inserting its own rows
-		return false, false
+		s.wconn.ExecContext(ctx, "ROLLBACK")
+		return false
 	}
 	for i := 0; ; i++ {
 		if i == len(batch) && !safe && time.Since(began) < s.joinFor {
@@ -221,8 +224,8 @@ func (s *Store) runBatch(pb *[]*request, safe bool) bool {
 		}
 		r := batch[i]
 		if len(pending) > 0 && !r.inserts { // r may read the rows
-			if ok, done := insertPending(); !ok {
-				return done
+			if err := insertPending(); err != nil {
+				return retry(err)
 			}
 		}
 		single := len(batch) == 1 && !savepoints
@@ -284,8 +287,8 @@ func (s *Store) runBatch(pb *[]*request, safe bool) bool {
 		}
 	}
 	if len(pending) > 0 {
-		if ok, done := insertPending(); !ok {
-			return done
+		if err := insertPending(); err != nil {
+			return retry(err)
 		}
 	}
 	if err := s.flush(ctx, record, counts); err != nil {
