@@ -147,9 +147,32 @@ type FaultFunc func(ctx context.Context, point FaultPoint, jobID int64) error
 // FaultPoint names a place inside a write transaction where tests inject faults.
 type FaultPoint string
 
-// FaultDeadLetterInsert is between the INSERT into dead_letter_jobs and the
-// DELETE from jobs of a dead-letter move.
-const FaultDeadLetterInsert FaultPoint = "dead_letter.after_insert"
+// The fault points: each sits inside a write that changes a job, after the
+// change to the job's row and before the rest of the transaction (the other
+// table of a move, events, counters), so a test that fails there proves the
+// whole write is undone. The hook gets the job's id (0 for a bulk delete).
+const (
+	// FaultDeadLetterInsert is between the INSERT into dead_letter_jobs and
+	// the DELETE from jobs of a dead-letter move.
+	FaultDeadLetterInsert FaultPoint = "dead_letter.after_insert"
+	// FaultJobInsert follows the INSERT of a job: a submission, a periodic
+	// fire (before its fire is recorded) or a replay (before the dead-letter
+	// row is deleted).
+	FaultJobInsert FaultPoint = "job.after_insert"
+	// FaultClaim follows the UPDATE that claims a job.
+	FaultClaim FaultPoint = "claim.after_update"
+	// FaultComplete follows the UPDATE that completes a job.
+	FaultComplete FaultPoint = "complete.after_update"
+	// FaultRequeue follows the UPDATE that puts a processing job back in
+	// the queue: a failure to retry, an expired lease, a snooze.
+	FaultRequeue FaultPoint = "requeue.after_update"
+	// FaultCancel follows the UPDATE that cancels a job or asks it to stop:
+	// a cancel, a drain, a TTL expiry.
+	FaultCancel FaultPoint = "cancel.after_update"
+	// FaultDelete follows the DELETE of jobs or dead-letter rows by purge
+	// or retention.
+	FaultDelete FaultPoint = "delete.after_delete"
+)
 
 // ClockOrSystem returns o.Clock, or the system clock.
 func (o StoreOptions) ClockOrSystem() Clock {

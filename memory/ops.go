@@ -125,6 +125,9 @@ func (s *Store) Purge(ctx context.Context, f app.DeadFilter, audit *app.AuditEnt
 			t.event(app.EventDLQPurged, d.ID, d.Queue, d.Kind, nil)
 			ids = append(ids, d.ID)
 		}
+		if err := t.fault(app.FaultDelete, 0); err != nil {
+			return err
+		}
 		if len(ids) == 0 && len(f.IDs) == 1 {
 			return fmt.Errorf("dead-letter row %d: %w", f.IDs[0], app.ErrNotFound)
 		}
@@ -351,6 +354,9 @@ func (s *Store) ExpireTTL(ctx context.Context, limit int) (int, error) {
 			if err := t.putJob(j); err != nil {
 				return err
 			}
+			if err := t.fault(app.FaultCancel, j.ID); err != nil {
+				return err
+			}
 			t.event(app.EventExpired, j.ID, j.Queue, j.Kind, nil)
 			n++
 		}
@@ -378,6 +384,7 @@ func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, e
 					n++
 				}
 			}
+			return t.fault(app.FaultDelete, 0)
 		case app.OldDead:
 			for _, d := range s.selectDead(app.DeadFilter{OlderThan: req.Before, Asc: true}, len(s.dead)+1) {
 				if n < limit && inScope(d.Queue) {
@@ -385,6 +392,7 @@ func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, e
 					n++
 				}
 			}
+			return t.fault(app.FaultDelete, 0)
 		case app.OldEvents:
 			old := s.events
 			keep := old[:0:0]

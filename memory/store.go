@@ -343,6 +343,9 @@ func (t *tx) insert(nj *app.NewJob) (*app.Job, error) {
 	if err := t.putJob(j); err != nil {
 		return nil, err
 	}
+	if err := t.fault(app.FaultJobInsert, id); err != nil {
+		return nil, err
+	}
 	t.event(app.EventSubmitted, id, j.Queue, j.Kind, nil)
 	t.wake = append(t.wake, j.Queue)
 	return j, nil
@@ -544,6 +547,9 @@ func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, er
 			if err := t.putJob(j); err != nil {
 				return err
 			}
+			if err := t.fault(app.FaultClaim, j.ID); err != nil {
+				return err
+			}
 			t.events = append(t.events, app.Event{Type: app.EventStarted, JobID: j.ID, Queue: j.Queue, Kind: j.Kind, At: t.now, Data: app.StartedData(j)})
 			out = append(out, copyJob(j))
 		}
@@ -627,6 +633,9 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 			if err := t.putJob(j); err != nil {
 				return err
 			}
+			if err := t.fault(app.FaultComplete, j.ID); err != nil {
+				return err
+			}
 			t.events = append(t.events, app.Event{Type: app.EventSucceeded, JobID: j.ID, Queue: j.Queue, Kind: j.Kind, At: t.now, Data: app.FinishedData(j.StartedAt, t.now)})
 			t.count(j.Queue, 1, 0)
 			t.wake = append(t.wake, j.Queue)
@@ -680,6 +689,9 @@ func (t *tx) failAttempt(j *app.Job, msg string, retry, leaseExpired bool, retry
 	if err := t.putJob(j); err != nil {
 		return nil, err
 	}
+	if err := t.fault(app.FaultRequeue, j.ID); err != nil {
+		return nil, err
+	}
 	t.event(app.EventRetryScheduled, j.ID, j.Queue, j.Kind, map[string]any{"attempt": j.Attempts, "run_at": app.FormatTime(j.RunAt), "error": app.TruncateString(msg, 1024)})
 	t.count(j.Queue, 0, 1)
 	t.wake = append(t.wake, j.Queue)
@@ -713,6 +725,9 @@ func (t *tx) finishCancel(j *app.Job, reason string) (*app.Job, error) {
 	if err := t.putJob(j); err != nil {
 		return nil, err
 	}
+	if err := t.fault(app.FaultCancel, j.ID); err != nil {
+		return nil, err
+	}
 	t.event(app.EventCancelled, j.ID, j.Queue, j.Kind, nil)
 	t.wake = append(t.wake, j.Queue)
 	return copyJob(j), nil
@@ -736,6 +751,9 @@ func (s *Store) Snooze(ctx context.Context, id, lease int64, delay time.Duration
 		j.Attempts--
 		j.UpdatedAt, j.LeaseExpiresAt, j.WorkerID = t.now, nil, ""
 		if err := t.putJob(j); err != nil {
+			return err
+		}
+		if err := t.fault(app.FaultRequeue, id); err != nil {
 			return err
 		}
 		t.event(app.EventSnoozed, id, j.Queue, j.Kind, map[string]any{"run_at": app.FormatTime(j.RunAt)})
@@ -786,7 +804,9 @@ func (s *Store) Cancel(ctx context.Context, req app.CancelRequest) (*app.Job, er
 				t.event(app.EventCancelRequest, j.ID, j.Queue, j.Kind, nil)
 			}
 			j.UpdatedAt = t.now
-			err = t.putJob(j)
+			if err = t.putJob(j); err == nil {
+				err = t.fault(app.FaultCancel, j.ID)
+			}
 			out = copyJob(j)
 		default:
 			return fmt.Errorf("job %d is %s: %w", req.ID, j.Status, app.ErrIllegalTransition)

@@ -115,6 +115,9 @@ func (s *Store) Purge(ctx context.Context, f app.DeadFilter, audit *app.AuditEnt
 			return err
 		}
 		rows.Close()
+		if err := w.fault(app.FaultDelete, 0); err != nil {
+			return err
+		}
 		// RETURNING gives no order: events and ids go in id order, as listed.
 		sortBy(gone, func(p purged) int64 { return p.id })
 		for _, p := range gone {

@@ -157,6 +157,9 @@ func (w *wtx) insertJobs(p *pipe, njs []*app.NewJob) []*app.Job {
 		slices.Sort(ids)
 		for i, job := range jobs {
 			job.ID = ids[i]
+			if err := w.fault(app.FaultJobInsert, job.ID); err != nil {
+				return err
+			}
 			w.hot(app.EventSubmitted, job.ID, job.Queue, job.Kind, nil)
 			w.wake = append(w.wake, job.Queue)
 		}
@@ -345,7 +348,10 @@ func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, er
 			q, a := w.claimStatement(req, max(req.Limit, 1), false)
 			p.query(func(rows pgx.Rows) error {
 				jobs, err := scanJobs(rows, nil)
-				out = w.started(jobs)
+				if err != nil {
+					return err
+				}
+				out, err = w.started(jobs)
 				return err
 			}, q, a...)
 		})
@@ -405,7 +411,10 @@ func (w *wtx) claimLimited(req app.ClaimRequest) ([]*app.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := w.started(jobs)
+	out, err := w.started(jobs)
+	if err != nil {
+		return nil, err
+	}
 	if req.Rate > 0 {
 		left += float64(n - len(out)) // give back what was not used
 		if _, err := w.exec(`INSERT INTO queues (name, rate_tokens, rate_at) VALUES ($1, $2, $3)
@@ -444,12 +453,15 @@ func (w *wtx) claimStatement(req app.ClaimRequest, n int, locked bool) (string, 
 
 // started puts claimed jobs in claim order and publishes (after commit)
 // their job.started.
-func (w *wtx) started(jobs []*app.Job) []*app.Job {
+func (w *wtx) started(jobs []*app.Job) ([]*app.Job, error) {
 	sort.Slice(jobs, func(x, y int) bool { return claimOrder(jobs[x], jobs[y]) })
 	for _, j := range jobs {
+		if err := w.fault(app.FaultClaim, j.ID); err != nil {
+			return nil, err
+		}
 		w.hot(app.EventStarted, j.ID, j.Queue, j.Kind, app.StartedData(j))
 	}
-	return jobs
+	return jobs, nil
 }
 
 // claimSQL is the claim statement: the first n claimable rows of a queue in
@@ -561,6 +573,9 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 				if err := rows.Scan(&id, &lease, &queue, &kind, &started); err != nil {
 					return err
 				}
+				if err := w.fault(app.FaultComplete, id); err != nil {
+					return err
+				}
 				done[id] = lease
 				w.hot(app.EventSucceeded, id, queue, kind, app.FinishedData(utcPtr(started), w.now))
 				w.freed = append(w.freed, queue) // a concurrency slot is free: wake this node's claimers
@@ -647,6 +662,9 @@ func (w *wtx) failAttempt(j *app.Job, msg string, retry, leaseExpired bool, retr
 		if err != nil {
 			return nil, err
 		}
+		if err := w.fault(app.FaultCancel, j.ID); err != nil {
+			return nil, err
+		}
 		w.event(app.EventCancelled, j.ID, j.Queue, j.Kind, nil)
 		w.wake = append(w.wake, j.Queue)
 		return &app.FailResult{Outcome: d.Outcome, Job: nj}, nil
@@ -655,6 +673,9 @@ func (w *wtx) failAttempt(j *app.Job, msg string, retry, leaseExpired bool, retr
 			lease_expires_at = NULL, worker_id = NULL WHERE id = $4 RETURNING `+jobCols,
 		ms(d.RunAt), encodeList(j.Errors), w.now, j.ID))
 	if err != nil {
+		return nil, err
+	}
+	if err := w.fault(app.FaultRequeue, j.ID); err != nil {
 		return nil, err
 	}
 	data, _ := json.Marshal(map[string]any{"attempt": j.Attempts, "run_at": app.FormatTime(d.RunAt), "error": app.TruncateString(msg, 1024)})
@@ -715,6 +736,9 @@ func (s *Store) Snooze(ctx context.Context, id, lease int64, delay time.Duration
 		if err != nil {
 			return err
 		}
+		if err := w.fault(app.FaultRequeue, id); err != nil {
+			return err
+		}
 		data, _ := json.Marshal(map[string]any{"run_at": app.FormatTime(runAt)})
 		w.event(app.EventSnoozed, id, j.Queue, j.Kind, data)
 		w.wake = append(w.wake, j.Queue)
@@ -736,6 +760,9 @@ func (w *wtx) finishCancel(j *app.Job) (*app.Job, error) {
 			updated_at = $2, lease_expires_at = NULL WHERE id = $3 RETURNING `+jobCols,
 		clean(reason), w.now, j.ID))
 	if err != nil {
+		return nil, err
+	}
+	if err := w.fault(app.FaultCancel, j.ID); err != nil {
 		return nil, err
 	}
 	w.event(app.EventCancelled, j.ID, j.Queue, j.Kind, nil)
@@ -787,6 +814,9 @@ func (s *Store) Cancel(ctx context.Context, req app.CancelRequest) (*app.Job, er
 			job, err = scanJob(w.queryRow(`UPDATE jobs SET cancel_requested = true,
 					cancel_reason = coalesce(cancel_reason, $1), updated_at = $2 WHERE id = $3 RETURNING `+jobCols,
 				clean(reason), w.now, req.ID))
+			if err == nil {
+				err = w.fault(app.FaultCancel, req.ID)
+			}
 			if err == nil && !j.CancelRequested {
 				w.event(app.EventCancelRequest, j.ID, j.Queue, j.Kind, nil)
 			}

@@ -248,6 +248,9 @@ func (s *Store) ExpireTTL(ctx context.Context, limit int) (int, error) {
 			if err := rows.Scan(&id, &queue, &kind); err != nil {
 				return err
 			}
+			if err := w.fault(app.FaultCancel, id); err != nil {
+				return err
+			}
 			w.event(app.EventExpired, id, queue, kind, nil)
 			n++
 		}
@@ -301,8 +304,14 @@ func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, e
 	var deleted int64
 	err := s.write(ctx, func(w *wtx) error {
 		tag, err := w.exec(q, a...)
+		if err != nil {
+			return err
+		}
 		deleted = tag.RowsAffected()
-		return err
+		if req.What == app.OldFinished || req.What == app.OldDead {
+			return w.fault(app.FaultDelete, 0)
+		}
+		return nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("delete old %s: %w", req.What, mapErr(err))

@@ -23,6 +23,7 @@ type wtx struct {
 	s      *Store
 	ctx    context.Context
 	tx     pgx.Tx
+	conn   *pgx.Conn // of a piped write, which has no tx
 	now    time.Time
 	events []app.Event // published after commit
 	record []app.Event // written to the events table
@@ -151,13 +152,19 @@ func (s *Store) writePipedOnce(ctx context.Context, fn func(*wtx, *pipe)) error 
 		return mapConnErr(err, nil)
 	}
 	defer c.Release()
-	w := &wtx{s: s, ctx: ctx, now: s.now()}
+	w := &wtx{s: s, ctx: ctx, conn: c.Conn(), now: s.now()}
 	p := &pipe{}
 	fn(w, p)
+	// With a fault hook (tests), COMMIT waits until the results are read,
+	// so that the hook, which runs as they are read, runs inside the open
+	// transaction and its error undoes the write, as it would in any other.
+	hooked := s.opts.Fault != nil
 	var b pgx.Batch
 	b.Queue("BEGIN")
 	b.QueuedQueries = append(b.QueuedQueries, p.b.QueuedQueries...)
-	b.Queue("COMMIT")
+	if !hooked {
+		b.Queue("COMMIT")
+	}
 	// Once sent, the outcome must be learned: the caller giving up must
 	// not cut the round trip short.
 	bctx := context.WithoutCancel(ctx)
@@ -175,17 +182,20 @@ func (s *Store) writePipedOnce(ctx context.Context, fn func(*wtx, *pipe)) error 
 			}
 		}
 	}
-	if err == nil {
+	if err == nil && !hooked {
 		_, err = br.Exec() // COMMIT
 	}
 	cerr := br.Close() // reads what is left, COMMIT included
-	if readErr != nil && cerr == nil && !c.Conn().IsClosed() {
+	if readErr != nil && cerr == nil && !c.Conn().IsClosed() && !hooked {
 		// The server ran every statement and the COMMIT: the write stands,
 		// and its caller must not write it again.
 		return fmt.Errorf("%w (%v)", errCommittedUnread, readErr)
 	}
 	if err == nil {
 		err = cerr
+	}
+	if err == nil && hooked {
+		_, err = c.Exec(bctx, "COMMIT")
 	}
 	if err != nil {
 		// A failed statement leaves the transaction open and aborted (the
@@ -346,7 +356,11 @@ func (w *wtx) fault(point app.FaultPoint, jobID int64) error {
 		return nil
 	}
 	ctx := w.ctx
-	if c := w.tx.Conn(); c != nil {
+	c := w.conn
+	if w.tx != nil {
+		c = w.tx.Conn()
+	}
+	if c != nil {
 		ctx = context.WithValue(ctx, pidKey{}, c.PgConn().PID())
 	}
 	return f(ctx, point, jobID)

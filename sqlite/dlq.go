@@ -120,6 +120,9 @@ func (s *Store) Purge(ctx context.Context, f app.DeadFilter, audit *app.AuditEnt
 		if err := rows.Err(); err != nil {
 			return err
 		}
+		if err := w.fault(app.FaultDelete, 0); err != nil {
+			return err
+		}
 		rows.Close()
 		if len(ids) == 0 && len(f.IDs) == 1 {
 			return fmt.Errorf("dead-letter row %d: %w", f.IDs[0], app.ErrNotFound)

@@ -117,6 +117,9 @@ func (w *wtx) insertJob(nj *app.NewJob) (*app.Job, error) {
 		return nil, err
 	}
 	job.ID = id
+	if err := w.fault(app.FaultJobInsert, id); err != nil {
+		return nil, err
+	}
 	w.hot(app.EventSubmitted, id, nj.Queue, nj.Kind, nil)
 	return job, nil
 }
@@ -176,6 +179,9 @@ func (s *Store) insertPending(ctx context.Context, pend []pendingJob, events *[]
 		}
 		for i, p := range pend[:n] {
 			p.job.ID = last - int64(n-1-i)
+			if err := s.fault(ctx, app.FaultJobInsert, p.job.ID); err != nil {
+				return err
+			}
 			*events = append(*events, app.Event{Type: app.EventSubmitted, JobID: p.job.ID, Queue: p.job.Queue, Kind: p.job.Kind, At: p.at})
 		}
 		pend = pend[n:]
@@ -343,6 +349,9 @@ func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, er
 		rows.Close()
 		sort.Slice(out, func(a, b int) bool { return claimOrder(out[a], out[b]) })
 		for _, j := range out {
+			if err := w.fault(app.FaultClaim, j.ID); err != nil {
+				return err
+			}
 			w.hot(app.EventStarted, j.ID, j.Queue, j.Kind, app.StartedData(j))
 			w.moved(j.Queue, app.StatusQueued, app.StatusProcessing, 1)
 			w.claimed = append(w.claimed, claimedJob{id: j.ID, lease: j.Lease, queue: j.Queue, kind: j.Kind, started: *j.StartedAt})
@@ -479,6 +488,9 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 			}
 		}
 		for id := range done {
+			if err := w.fault(app.FaultComplete, id); err != nil {
+				return err
+			}
 			w.finished = append(w.finished, id)
 		}
 		var err error
@@ -672,6 +684,9 @@ func (w *wtx) failAttempt(j *app.Job, msg string, retry, leaseExpired bool, retr
 		if err != nil {
 			return nil, err
 		}
+		if err := w.fault(app.FaultCancel, j.ID); err != nil {
+			return nil, err
+		}
 		w.event(app.EventCancelled, j.ID, j.Queue, j.Kind, nil)
 		w.moved(j.Queue, app.StatusProcessing, app.StatusCancelled, 1)
 		w.wake = append(w.wake, j.Queue)
@@ -681,6 +696,9 @@ func (w *wtx) failAttempt(j *app.Job, msg string, retry, leaseExpired bool, retr
 			lease_expires_at = NULL, worker_id = NULL WHERE id = ? RETURNING `+jobCols,
 		ms(d.RunAt), encodeList(j.Errors), ms(w.now), j.ID))
 	if err != nil {
+		return nil, err
+	}
+	if err := w.fault(app.FaultRequeue, j.ID); err != nil {
 		return nil, err
 	}
 	data, _ := json.Marshal(map[string]any{"attempt": j.Attempts, "run_at": app.FormatTime(d.RunAt), "error": app.TruncateString(msg, 1024)})
@@ -740,6 +758,9 @@ func (s *Store) Snooze(ctx context.Context, id, lease int64, delay time.Duration
 		if err != nil {
 			return err
 		}
+		if err := w.fault(app.FaultRequeue, id); err != nil {
+			return err
+		}
 		data, _ := json.Marshal(map[string]any{"run_at": app.FormatTime(runAt)})
 		w.event(app.EventSnoozed, id, j.Queue, j.Kind, data)
 		w.moved(j.Queue, app.StatusProcessing, app.StatusQueued, 1)
@@ -762,6 +783,9 @@ func (w *wtx) finishCancel(j *app.Job) (*app.Job, error) {
 			updated_at = ?, lease_expires_at = NULL WHERE id = ? RETURNING `+jobCols,
 		reason, ms(w.now), ms(w.now), j.ID))
 	if err != nil {
+		return nil, err
+	}
+	if err := w.fault(app.FaultCancel, j.ID); err != nil {
 		return nil, err
 	}
 	w.event(app.EventCancelled, j.ID, j.Queue, j.Kind, nil)
@@ -810,6 +834,9 @@ func (s *Store) Cancel(ctx context.Context, req app.CancelRequest) (*app.Job, er
 			job, err = scanJob(w.queryRow(`UPDATE jobs SET cancel_requested = 1,
 					cancel_reason = coalesce(cancel_reason, ?), updated_at = ? WHERE id = ? RETURNING `+jobCols,
 				reason, ms(w.now), req.ID))
+			if err == nil {
+				err = w.fault(app.FaultCancel, req.ID)
+			}
 			if err == nil && !j.CancelRequested {
 				w.event(app.EventCancelRequest, j.ID, j.Queue, j.Kind, nil)
 			}

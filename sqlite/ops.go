@@ -333,6 +333,9 @@ func (s *Store) ExpireTTL(ctx context.Context, limit int) (int, error) {
 			if err := rows.Scan(&id, &queue, &kind); err != nil {
 				return err
 			}
+			if err := w.fault(app.FaultCancel, id); err != nil {
+				return err
+			}
 			w.event(app.EventExpired, id, queue, kind, nil)
 			w.moved(queue, app.StatusQueued, app.StatusCancelled, 1)
 			n++
@@ -415,7 +418,10 @@ func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, e
 			w.moved(queue, app.Status(status), "", 1)
 			n++
 		}
-		return rows.Err()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return w.fault(app.FaultDelete, 0)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("delete old %s: %w", req.What, mapErr(err))

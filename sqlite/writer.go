@@ -500,8 +500,13 @@ func (w *wtx) moved(queue string, from, to app.Status, n int64) {
 }
 
 func (w *wtx) fault(point app.FaultPoint, jobID int64) error {
-	if f := w.s.opts.Fault; f != nil {
-		return f(w.ctx, point, jobID)
+	return w.s.fault(w.ctx, point, jobID)
+}
+
+// fault calls the test hook at point (see app.FaultPoint).
+func (s *Store) fault(ctx context.Context, point app.FaultPoint, jobID int64) error {
+	if f := s.opts.Fault; f != nil {
+		return f(ctx, point, jobID)
 	}
 	return nil
 }

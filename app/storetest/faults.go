@@ -1,0 +1,269 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/queuehq/queue/app"
+)
+
+var errFault = errors.New("injected fault")
+
+// faultCase is a write that changes a job, with the fault point inside it.
+// arrange brings the store to where the write applies and returns it.
+type faultCase struct {
+	name    string
+	point   app.FaultPoint
+	arrange func(e *env) (write func() error)
+}
+
+var faultCases = []faultCase{
+	{"submit", app.FaultJobInsert, func(e *env) func() error {
+		return func() error {
+			_, err := e.s.Submit(e.ctx, app.SubmitRequest{Jobs: []app.NewJob{e.newJob("q", "k")}})
+			return err
+		}
+	}},
+	{"submit, eight at once", app.FaultJobInsert, func(e *env) func() error {
+		// Concurrent plain submissions share a transaction (and, in SQLite,
+		// one INSERT): a fault inside it fails each, and stores none.
+		return func() error {
+			errs := make([]error, 8)
+			var wg sync.WaitGroup
+			for i := range errs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, errs[i] = e.s.Submit(e.ctx, app.SubmitRequest{Jobs: []app.NewJob{e.newJob("q", "k")}})
+				}()
+			}
+			wg.Wait()
+			failed, err := 0, error(nil)
+			for _, e := range errs {
+				if e != nil {
+					failed, err = failed+1, e
+				}
+			}
+			if failed > 0 && failed < len(errs) {
+				return fmt.Errorf("%d of %d submissions failed: %w", failed, len(errs), err)
+			}
+			return err
+		}
+	}},
+	{"claim", app.FaultClaim, func(e *env) func() error {
+		e.submitN(3, "q", "k")
+		return func() error {
+			_, err := e.s.Claim(e.ctx, app.ClaimRequest{Queue: "q", WorkerID: "w1", Limit: 2})
+			return err
+		}
+	}},
+	{"complete", app.FaultComplete, func(e *env) func() error {
+		e.submitOne("q", "k")
+		c := e.claimOne("q")
+		return func() error {
+			errs, err := e.s.Complete(e.ctx, []app.Completion{{ID: c.ID, Lease: c.Lease, Result: json.RawMessage(`{"ok":true}`)}})
+			if err == nil && errs[0] != nil {
+				return fmt.Errorf("item: %w", errs[0])
+			}
+			return err
+		}
+	}},
+	{"fail, to retry", app.FaultRequeue, func(e *env) func() error {
+		e.submitOne("q", "k", withMax(3))
+		c := e.claimOne("q")
+		return func() error {
+			_, err := e.s.Fail(e.ctx, app.FailRequest{ID: c.ID, Lease: c.Lease, Error: "boom", Retry: true, Backoff: fixedBackoff})
+			return err
+		}
+	}},
+	{"lease expiry", app.FaultRequeue, func(e *env) func() error {
+		e.submitOne("q", "k", withTimeout(10*time.Second))
+		e.claimOne("q")
+		e.clock.Advance(11 * time.Second)
+		return func() error {
+			_, err := e.s.RecoverStale(e.ctx, 100, fixedBackoff)
+			return err
+		}
+	}},
+	{"snooze", app.FaultRequeue, func(e *env) func() error {
+		e.submitOne("q", "k")
+		c := e.claimOne("q")
+		return func() error {
+			_, err := e.s.Snooze(e.ctx, c.ID, c.Lease, time.Minute)
+			return err
+		}
+	}},
+	{"cancel a queued job", app.FaultCancel, func(e *env) func() error {
+		j := e.submitOne("q", "k")
+		return func() error {
+			_, err := e.s.Cancel(e.ctx, app.CancelRequest{ID: j.ID, Audit: &app.AuditEntry{Actor: "ops", Action: "job.cancel"}})
+			return err
+		}
+	}},
+	{"cancel a processing job", app.FaultCancel, func(e *env) func() error {
+		e.submitOne("q", "k")
+		c := e.claimOne("q")
+		return func() error {
+			_, err := e.s.Cancel(e.ctx, app.CancelRequest{ID: c.ID})
+			return err
+		}
+	}},
+	{"drain", app.FaultCancel, func(e *env) func() error {
+		e.submitN(3, "q", "k")
+		return func() error {
+			_, err := e.s.Drain(e.ctx, app.JobFilter{Queue: "q"}, &app.AuditEntry{Actor: "ops", Action: "queue.drain"})
+			return err
+		}
+	}},
+	{"TTL expiry", app.FaultCancel, func(e *env) func() error {
+		exp := e.clock.Now().Add(time.Minute)
+		e.submitN(2, "q", "k", func(n *app.NewJob) { n.ExpiresAt = &exp })
+		e.clock.Advance(2 * time.Minute)
+		return func() error {
+			_, err := e.s.ExpireTTL(e.ctx, 100)
+			return err
+		}
+	}},
+	{"replay", app.FaultJobInsert, func(e *env) func() error {
+		d := e.deadLetter(e.submitOne("q", "k"))
+		return func() error {
+			_, err := e.s.Replay(e.ctx, app.ReplayRequest{Filter: app.DeadFilter{IDs: []int64{d.ID}}})
+			return err
+		}
+	}},
+	{"periodic fire", app.FaultJobInsert, func(e *env) func() error {
+		fire := app.PeriodicFire{Entry: "nightly", FireAt: e.clock.Now().Truncate(time.Minute), Job: e.newJob("q", "k")}
+		return func() error {
+			_, created, err := e.s.FirePeriodic(e.ctx, fire)
+			if err == nil && !created {
+				return errors.New("the fire enqueued nothing")
+			}
+			return err
+		}
+	}},
+	{"purge", app.FaultDelete, func(e *env) func() error {
+		e.deadLetter(e.submitOne("q", "k"))
+		return func() error {
+			_, err := e.s.Purge(e.ctx, app.DeadFilter{Queue: "q"}, &app.AuditEntry{Actor: "ops", Action: "dlq.purge"})
+			return err
+		}
+	}},
+	{"retention of finished jobs", app.FaultDelete, func(e *env) func() error {
+		e.submitOne("q", "k")
+		e.complete(e.claimOne("q"), `1`)
+		e.clock.Advance(2 * time.Hour)
+		return func() error {
+			_, err := e.s.DeleteOld(e.ctx, app.DeleteOldRequest{What: app.OldFinished, Before: e.clock.Now().Add(-time.Hour), Limit: 100})
+			return err
+		}
+	}},
+	{"retention of dead-letter rows", app.FaultDelete, func(e *env) func() error {
+		e.deadLetter(e.submitOne("q", "k"))
+		e.clock.Advance(2 * time.Hour)
+		return func() error {
+			_, err := e.s.DeleteOld(e.ctx, app.DeleteOldRequest{What: app.OldDead, Before: e.clock.Now().Add(-time.Hour), Limit: 100})
+			return err
+		}
+	}},
+	{"move to the dead-letter queue", app.FaultDeadLetterInsert, func(e *env) func() error {
+		e.submitN(2, "q", "k")
+		return func() error {
+			_, err := e.s.MoveToDead(e.ctx, app.JobFilter{Queue: "q"}, &app.AuditEntry{Actor: "ops", Action: "job.move"})
+			return err
+		}
+	}},
+}
+
+// Every write that changes a job is one transaction: a fault at its point,
+// after the job's row changed, leaves everything a reader can see (jobs,
+// dead-letter rows, events, counters, throughput, queues, audit) as it was.
+// Without the fault the same write then succeeds and changes what it should,
+// which proves the point sits inside a real write.
+func testFaultInsideEveryWriteChangesNothing(e *env) {
+	for _, fc := range faultCases {
+		e.t.Run(fc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, e.open, true)
+			write := fc.arrange(e)
+			before := e.snapshot()
+			var hits atomic.Int32
+			e.setFault(func(ctx context.Context, p app.FaultPoint, id int64) error {
+				if p != fc.point {
+					return nil
+				}
+				hits.Add(1)
+				return errFault
+			})
+			err := write()
+			e.setFault(nil)
+			if err == nil {
+				t.Fatalf("the write succeeded with a fault at %s", fc.point)
+			}
+			if hits.Load() == 0 {
+				t.Fatalf("the write never reached %s (it failed with %v)", fc.point, err)
+			}
+			if after := e.snapshot(); after != before {
+				t.Fatalf("a fault at %s (%v) changed the store:\nbefore %s\nafter  %s", fc.point, err, before, after)
+			}
+			if err := write(); err != nil {
+				t.Fatalf("without the fault: %v", err)
+			}
+			if after := e.snapshot(); after == before {
+				t.Fatalf("without the fault the write changed nothing: the case does not test a write")
+			}
+		})
+	}
+}
+
+// snapshot is what a reader can see of the store, as JSON.
+func (e *env) snapshot() string {
+	e.t.Helper()
+	var s struct {
+		Jobs       []*app.Job
+		Dead       []*app.DeadJob
+		Events     map[int64][]app.Event
+		Stats      []app.QueueStats
+		Throughput []app.MinuteCount
+		Queues     []app.QueueState
+		Audit      []app.AuditEntry
+	}
+	var err error
+	must := func(what string, err error) {
+		if err != nil {
+			e.t.Fatalf("snapshot: %s: %v", what, err)
+		}
+	}
+	s.Jobs, err = e.s.List(e.ctx, app.JobFilter{Asc: true, Limit: 1000})
+	must("jobs", err)
+	s.Dead, err = e.s.ListDead(e.ctx, app.DeadFilter{Asc: true, Limit: 1000})
+	must("dead-letter rows", err)
+	s.Events = map[int64][]app.Event{}
+	ids := make([]int64, 0, len(s.Jobs)+len(s.Dead))
+	for _, j := range s.Jobs {
+		ids = append(ids, j.ID)
+	}
+	for _, d := range s.Dead {
+		ids = append(ids, d.ID)
+	}
+	for _, id := range ids {
+		s.Events[id], err = e.s.JobEvents(e.ctx, id)
+		must("events", err)
+	}
+	s.Stats, err = e.s.Stats(e.ctx)
+	must("stats", err)
+	s.Throughput, err = e.s.Throughput(e.ctx, T0.Add(-time.Hour))
+	must("throughput", err)
+	s.Queues, err = e.s.Queues(e.ctx)
+	must("queues", err)
+	s.Audit, err = e.s.ListAudit(e.ctx, app.AuditFilter{Limit: 1000})
+	must("audit", err)
+	b, err := json.Marshal(s)
+	must("encode", err)
+	return string(b)
+}
