@@ -11,8 +11,6 @@ import (
 	"github.com/queuehq/queue/app"
 )
 
-var errInjected = errors.New("injected fault between INSERT and DELETE")
-
 // The move is one transaction: a fault between its INSERT and its DELETE
 // leaves the job as it was (processing, in jobs, not in the DLQ); stale
 // recovery later completes the move; nothing is duplicated or lost.

@@ -13,24 +13,35 @@ import (
 	"github.com/queuehq/queue/app"
 )
 
-var errFault = errors.New("injected fault")
+// errInjected is what the fault tests' hooks return.
+var errInjected = errors.New("injected fault")
 
 // faultCase is a write that changes a job, with the fault point inside it.
-// arrange brings the store to where the write applies and returns it.
+// arrange brings the store to where the write applies and returns it. The
+// fault fires from the point's call number after+1 on.
 type faultCase struct {
 	name    string
 	point   app.FaultPoint
+	after   int32
 	arrange func(e *env) (write func() error)
 }
 
 var faultCases = []faultCase{
-	{"submit", app.FaultJobInsert, func(e *env) func() error {
+	{"submit", app.FaultJobInsert, 0, func(e *env) func() error {
 		return func() error {
 			_, err := e.s.Submit(e.ctx, app.SubmitRequest{Jobs: []app.NewJob{e.newJob("q", "k")}})
 			return err
 		}
 	}},
-	{"submit, eight at once", app.FaultJobInsert, func(e *env) func() error {
+	{"batch submit, at its second job", app.FaultJobInsert, 1, func(e *env) func() error {
+		// SPEC: a batch is all or nothing in one transaction; the first
+		// job's row is already written when the second one fails.
+		return func() error {
+			_, err := e.s.Submit(e.ctx, app.SubmitRequest{Jobs: []app.NewJob{e.newJob("q", "a"), e.newJob("q", "b"), e.newJob("q", "c")}})
+			return err
+		}
+	}},
+	{"submit, eight at once", app.FaultJobInsert, 0, func(e *env) func() error {
 		// Concurrent plain submissions share a transaction (and, in SQLite,
 		// one INSERT): a fault inside it fails each, and stores none.
 		return func() error {
@@ -56,14 +67,14 @@ var faultCases = []faultCase{
 			return err
 		}
 	}},
-	{"claim", app.FaultClaim, func(e *env) func() error {
+	{"claim", app.FaultClaim, 0, func(e *env) func() error {
 		e.submitN(3, "q", "k")
 		return func() error {
 			_, err := e.s.Claim(e.ctx, app.ClaimRequest{Queue: "q", WorkerID: "w1", Limit: 2})
 			return err
 		}
 	}},
-	{"complete", app.FaultComplete, func(e *env) func() error {
+	{"complete", app.FaultComplete, 0, func(e *env) func() error {
 		e.submitOne("q", "k")
 		c := e.claimOne("q")
 		return func() error {
@@ -74,7 +85,7 @@ var faultCases = []faultCase{
 			return err
 		}
 	}},
-	{"fail, to retry", app.FaultRequeue, func(e *env) func() error {
+	{"fail, to retry", app.FaultRequeue, 0, func(e *env) func() error {
 		e.submitOne("q", "k", withMax(3))
 		c := e.claimOne("q")
 		return func() error {
@@ -82,7 +93,7 @@ var faultCases = []faultCase{
 			return err
 		}
 	}},
-	{"lease expiry", app.FaultRequeue, func(e *env) func() error {
+	{"lease expiry", app.FaultRequeue, 0, func(e *env) func() error {
 		e.submitOne("q", "k", withTimeout(10*time.Second))
 		e.claimOne("q")
 		e.clock.Advance(11 * time.Second)
@@ -91,7 +102,7 @@ var faultCases = []faultCase{
 			return err
 		}
 	}},
-	{"snooze", app.FaultRequeue, func(e *env) func() error {
+	{"snooze", app.FaultRequeue, 0, func(e *env) func() error {
 		e.submitOne("q", "k")
 		c := e.claimOne("q")
 		return func() error {
@@ -99,14 +110,14 @@ var faultCases = []faultCase{
 			return err
 		}
 	}},
-	{"cancel a queued job", app.FaultCancel, func(e *env) func() error {
+	{"cancel a queued job", app.FaultCancel, 0, func(e *env) func() error {
 		j := e.submitOne("q", "k")
 		return func() error {
 			_, err := e.s.Cancel(e.ctx, app.CancelRequest{ID: j.ID, Audit: &app.AuditEntry{Actor: "ops", Action: "job.cancel"}})
 			return err
 		}
 	}},
-	{"cancel a processing job", app.FaultCancel, func(e *env) func() error {
+	{"cancel a processing job", app.FaultCancel, 0, func(e *env) func() error {
 		e.submitOne("q", "k")
 		c := e.claimOne("q")
 		return func() error {
@@ -114,14 +125,14 @@ var faultCases = []faultCase{
 			return err
 		}
 	}},
-	{"drain", app.FaultCancel, func(e *env) func() error {
+	{"drain", app.FaultCancel, 0, func(e *env) func() error {
 		e.submitN(3, "q", "k")
 		return func() error {
 			_, err := e.s.Drain(e.ctx, app.JobFilter{Queue: "q"}, &app.AuditEntry{Actor: "ops", Action: "queue.drain"})
 			return err
 		}
 	}},
-	{"TTL expiry", app.FaultCancel, func(e *env) func() error {
+	{"TTL expiry", app.FaultCancel, 0, func(e *env) func() error {
 		exp := e.clock.Now().Add(time.Minute)
 		e.submitN(2, "q", "k", func(n *app.NewJob) { n.ExpiresAt = &exp })
 		e.clock.Advance(2 * time.Minute)
@@ -130,14 +141,14 @@ var faultCases = []faultCase{
 			return err
 		}
 	}},
-	{"replay", app.FaultJobInsert, func(e *env) func() error {
+	{"replay", app.FaultJobInsert, 0, func(e *env) func() error {
 		d := e.deadLetter(e.submitOne("q", "k"))
 		return func() error {
 			_, err := e.s.Replay(e.ctx, app.ReplayRequest{Filter: app.DeadFilter{IDs: []int64{d.ID}}})
 			return err
 		}
 	}},
-	{"periodic fire", app.FaultJobInsert, func(e *env) func() error {
+	{"periodic fire", app.FaultJobInsert, 0, func(e *env) func() error {
 		fire := app.PeriodicFire{Entry: "nightly", FireAt: e.clock.Now().Truncate(time.Minute), Job: e.newJob("q", "k")}
 		return func() error {
 			_, created, err := e.s.FirePeriodic(e.ctx, fire)
@@ -147,14 +158,14 @@ var faultCases = []faultCase{
 			return err
 		}
 	}},
-	{"purge", app.FaultDelete, func(e *env) func() error {
+	{"purge", app.FaultDelete, 0, func(e *env) func() error {
 		e.deadLetter(e.submitOne("q", "k"))
 		return func() error {
 			_, err := e.s.Purge(e.ctx, app.DeadFilter{Queue: "q"}, &app.AuditEntry{Actor: "ops", Action: "dlq.purge"})
 			return err
 		}
 	}},
-	{"retention of finished jobs", app.FaultDelete, func(e *env) func() error {
+	{"retention of finished jobs", app.FaultDelete, 0, func(e *env) func() error {
 		e.submitOne("q", "k")
 		e.complete(e.claimOne("q"), `1`)
 		e.clock.Advance(2 * time.Hour)
@@ -163,7 +174,7 @@ var faultCases = []faultCase{
 			return err
 		}
 	}},
-	{"retention of dead-letter rows", app.FaultDelete, func(e *env) func() error {
+	{"retention of dead-letter rows", app.FaultDelete, 0, func(e *env) func() error {
 		e.deadLetter(e.submitOne("q", "k"))
 		e.clock.Advance(2 * time.Hour)
 		return func() error {
@@ -171,7 +182,7 @@ var faultCases = []faultCase{
 			return err
 		}
 	}},
-	{"move to the dead-letter queue", app.FaultDeadLetterInsert, func(e *env) func() error {
+	{"move to the dead-letter queue", app.FaultDeadLetterInsert, 0, func(e *env) func() error {
 		e.submitN(2, "q", "k")
 		return func() error {
 			_, err := e.s.MoveToDead(e.ctx, app.JobFilter{Queue: "q"}, &app.AuditEntry{Actor: "ops", Action: "job.move"})
@@ -197,15 +208,17 @@ func testFaultInsideEveryWriteChangesNothing(e *env) {
 				if p != fc.point {
 					return nil
 				}
-				hits.Add(1)
-				return errFault
+				if hits.Add(1) > fc.after {
+					return errInjected
+				}
+				return nil
 			})
 			err := write()
 			e.setFault(nil)
 			if err == nil {
 				t.Fatalf("the write succeeded with a fault at %s", fc.point)
 			}
-			if hits.Load() == 0 {
+			if hits.Load() <= fc.after {
 				t.Fatalf("the write never reached %s (it failed with %v)", fc.point, err)
 			}
 			if after := e.snapshot(); after != before {
