@@ -25,20 +25,21 @@ var T0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // env is one test's store with its clock and bus.
 type env struct {
-	t     *testing.T
-	s     app.Store
-	clock *app.FakeClock
-	bus   *app.Bus
-	fault atomic.Pointer[app.FaultFunc]
-	ctx   context.Context
-	open  Opener
+	t      *testing.T
+	s      app.Store
+	clock  *app.FakeClock
+	bus    *app.Bus
+	fault  atomic.Pointer[app.FaultFunc]
+	ctx    context.Context
+	open   Opener
+	hooked bool // the store has the fault hook (see newEnv)
 }
 
 // newEnv opens a store; with hooked, one whose fault hook setFault sets.
 // Only the fault tests have one: a store may take a slower path when a
 // hook is set (PostgreSQL's piped writes send COMMIT after the results).
 func newEnv(t *testing.T, open Opener, hooked bool) *env {
-	e := &env{t: t, clock: app.NewFakeClock(T0), bus: app.NewBus(), ctx: t.Context(), open: open}
+	e := &env{t: t, clock: app.NewFakeClock(T0), bus: app.NewBus(), ctx: t.Context(), open: open, hooked: hooked}
 	opts := app.StoreOptions{Clock: e.clock, Bus: e.bus}
 	if hooked {
 		opts.Fault = func(ctx context.Context, p app.FaultPoint, id int64) error {
@@ -52,7 +53,12 @@ func newEnv(t *testing.T, open Opener, hooked bool) *env {
 	return e
 }
 
+// setFault sets the store's fault hook. A store opened without one would
+// never call it, and the test would pass without injecting anything.
 func (e *env) setFault(f app.FaultFunc) {
+	if !e.hooked {
+		e.t.Fatal("setFault on a store without a fault hook: name the test Fault... (see Run)")
+	}
 	if f == nil {
 		e.fault.Store(nil)
 		return
@@ -132,7 +138,7 @@ func Run(t *testing.T, open Opener) {
 		run := cases[name]
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			run(newEnv(t, open, strings.HasPrefix(name, "Fault")))
+			run(newEnv(t, open, strings.HasPrefix(name, "Fault"))) // only fault tests get a hook
 		})
 	}
 }
