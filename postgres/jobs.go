@@ -346,6 +346,7 @@ func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, er
 		err = s.writePiped(ctx, func(w *wtx, p *pipe) {
 			out = nil
 			q, a := w.claimStatement(req, max(req.Limit, 1), false)
+			p.exec(customPlans)
 			p.query(func(rows pgx.Rows) error {
 				jobs, err := scanJobs(rows, nil)
 				if err != nil {
@@ -406,6 +407,9 @@ func (w *wtx) claimLimited(req app.ClaimRequest) ([]*app.Job, error) {
 	if n <= 0 {
 		return nil, nil
 	}
+	if _, err := w.exec(customPlans); err != nil {
+		return nil, err
+	}
 	q, a := w.claimStatement(req, n, true)
 	jobs, err := scanJobs(w.query(q, a...))
 	if err != nil {
@@ -443,12 +447,16 @@ func (w *wtx) claimStatement(req app.ClaimRequest, n int, locked bool) (string, 
 	if !locked {
 		cond += ` AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ` + queue + ` AND paused)`
 	}
-	var kinds string
-	if len(req.Kinds) > 0 {
-		kinds = a.add(req.Kinds)
-	}
 	lim := a.add(n)
-	return claimSQL(now, leaseExp, worker, queue, cond, kinds, lim), a
+	var kind string
+	switch len(req.Kinds) {
+	case 0:
+	case 1:
+		kind = a.add(req.Kinds[0])
+	default:
+		kind = a.add(req.Kinds) + "::text[]"
+	}
+	return claimSQL(now, leaseExp, worker, queue, cond, kind, len(req.Kinds), lim), a
 }
 
 // started puts claimed jobs in claim order and publishes (after commit)
@@ -464,21 +472,37 @@ func (w *wtx) started(jobs []*app.Job) ([]*app.Job, error) {
 	return jobs, nil
 }
 
+// customPlans makes the claim that follows it in its transaction planned
+// for its own arguments every time. A plan cached for every claim would be
+// made when the table was small (a fresh database), could read the whole
+// table to find the picked rows, and would be kept until the next ANALYZE.
+const customPlans = `SET LOCAL plan_cache_mode = force_custom_plan`
+
 // claimSQL is the claim statement: the first n claimable rows of a queue in
 // claim order, locked (skipping rows other transactions hold), moved to
-// processing with a new lease. With kinds (a text[] parameter) it takes the
-// first rows of each kind through jobs_claim_kind and keeps the first of
-// those, so a claim for one kind never walks another kind's backlog.
-func claimSQL(now, leaseExp, worker, queue, cond, kinds, n string) string {
+// processing with a new lease. Without kinds it walks jobs_claim (queue,
+// priority, run_at, id) from the front. With one kind (kind is its
+// parameter) it walks that kind's range of jobs_claim_kind (queue, kind,
+// priority, run_at, id), and with several (kind is a text[] parameter) the
+// range of each, keeping the first of those: a claim for one kind never
+// walks another kind's backlog. The picked rows are then found by their
+// primary key.
+func claimSQL(now, leaseExp, worker, queue, cond, kind string, kinds int, n string) string {
 	claimable := `status = 'queued' AND run_at <= ` + now + `
 				AND (expires_at IS NULL OR expires_at > ` + now + `)` + cond
-	picked := `SELECT id FROM jobs
+	var picked string
+	switch kinds {
+	case 0, 1:
+		if kinds == 1 {
+			claimable = `kind = ` + kind + ` AND ` + claimable
+		}
+		picked = `SELECT id FROM jobs
 			WHERE queue = ` + queue + ` AND ` + claimable + `
 			ORDER BY priority, run_at, id
 			LIMIT ` + n + `
 			FOR UPDATE SKIP LOCKED`
-	if kinds != "" {
-		picked = `SELECT p.id FROM unnest(` + kinds + `::text[]) AS k(kind)
+	default:
+		picked = `SELECT p.id FROM unnest(` + kind + `) AS k(kind)
 			CROSS JOIN LATERAL (SELECT id, priority, run_at FROM jobs
 				WHERE queue = ` + queue + ` AND kind = k.kind AND ` + claimable + `
 				ORDER BY priority, run_at, id
@@ -490,7 +514,7 @@ func claimSQL(now, leaseExp, worker, queue, cond, kinds, n string) string {
 	return `WITH picked AS (` + picked + `)
 		UPDATE jobs j SET status = 'processing', attempts = j.attempts + 1, lease = j.lease + 1,
 			lease_expires_at = ` + leaseExp + `, worker_id = ` + worker + `, started_at = ` + now + `, updated_at = ` + now + `
-		FROM picked WHERE j.id = picked.id
+		WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
 		RETURNING ` + qualified("j", jobCols)
 }
 
