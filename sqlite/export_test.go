@@ -11,6 +11,9 @@ import (
 // ClaimSQLForTest is the claim statement with literal values, for plan tests.
 var ClaimSQLForTest = literal(claimSQL(`:now + timeout_ms`, 0))
 
+// ClaimKindSQLForTest is the claim statement for one kind, for plan tests.
+var ClaimKindSQLForTest = literal(claimSQL(`:now + timeout_ms`, 1))
+
 // ClaimKindsSQLForTest is the claim statement for two kinds, for plan tests.
 var ClaimKindsSQLForTest = literal(claimSQL(`:now + timeout_ms`, 2))
 

@@ -200,6 +200,11 @@ func TestClaimUsesTheClaimIndex(t *testing.T) {
 		!strings.Contains(text, "USING INDEX jobs_claim (queue=? AND kind=?") || strings.Contains(text, "SCAN jobs") {
 		t.Fatalf("claim plan:\n%s", text)
 	}
+	// With one kind: its range of the index, in claim order (no sort).
+	if text := plan(sqlite.ClaimKindSQLForTest); !strings.Contains(text, "USING INDEX jobs_claim (queue=? AND kind=?") ||
+		strings.Contains(text, "SCAN jobs") || strings.Contains(text, "TEMP B-TREE") {
+		t.Fatalf("claim-by-one-kind plan:\n%s", text)
+	}
 	// With kinds: each kind's range of the index.
 	if text := plan(sqlite.ClaimKindsSQLForTest); strings.Count(text, "USING INDEX jobs_claim (queue=? AND kind=?") != 2 || strings.Contains(text, "SCAN jobs") {
 		t.Fatalf("claim-by-kind plan:\n%s", text)
