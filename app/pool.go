@@ -359,6 +359,28 @@ func (p *Pool) sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// jobLog is a job's logger, with its id, kind and attempt, made when it
+// first logs: most jobs log nothing, and making it for every job was one
+// of the larger allocations of a busy worker.
+type jobLog struct {
+	base    *zerolog.Logger
+	job     *Job
+	attempt bool // with the job's attempt
+	once    sync.Once
+	l       zerolog.Logger
+}
+
+func (jl *jobLog) get() *zerolog.Logger {
+	jl.once.Do(func() {
+		c := jl.base.With().Int64("job_id", jl.job.ID).Str("kind", jl.job.Kind)
+		if jl.attempt {
+			c = c.Int("attempt", jl.job.Attempts)
+		}
+		jl.l = c.Logger()
+	})
+	return &jl.l
+}
+
 // outcome is what a handler returned.
 type outcome struct {
 	result any
@@ -377,7 +399,7 @@ func (p *Pool) work(job *Job) {
 		}
 		p.jobs.Done()
 	}()
-	log := p.Log.With().Int64("job_id", job.ID).Str("kind", job.Kind).Int("attempt", job.Attempts).Logger()
+	log := &jobLog{base: &p.Log, job: job, attempt: true}
 	leaseLen := job.Timeout.D()
 	if leaseLen <= 0 {
 		leaseLen = DefaultTimeout
@@ -388,12 +410,20 @@ func (p *Pool) work(job *Job) {
 	}
 	hctx, cancel := context.WithCancelCause(p.jobsCtx)
 	defer cancel(nil)
-	tctx, cancelT := context.WithTimeoutCause(hctx, timeout, fmt.Errorf("%w after %s", errJobTimeout, timeout))
+	tctx, cancelT := context.WithTimeoutCause(hctx, timeout, errJobTimeout)
 	defer cancelT()
 
+	// The heartbeat's goroutine starts with its first beat: a job done
+	// sooner (most are) never has one.
 	hbStop, hbDone := make(chan struct{}), make(chan struct{})
-	go p.heartbeat(log, job, leaseLen, cancel, hbStop, hbDone)
-	defer func() { close(hbStop); <-hbDone }()
+	interval := max(leaseLen/3, 10*time.Millisecond)
+	hb := time.AfterFunc(interval, func() { p.heartbeat(log, job, leaseLen, interval, cancel, hbStop, hbDone) })
+	defer func() {
+		close(hbStop)
+		if !hb.Stop() { // it fired: wait for its beats to end
+			<-hbDone
+		}
+	}()
 
 	out, abandonedNow := p.call(tctx, job, handlerDone, log)
 	abandoned = abandonedNow
@@ -404,18 +434,18 @@ func (p *Pool) work(job *Job) {
 	lease := job.Lease
 	switch {
 	case errors.Is(cause, errLeaseLost):
-		log.Warn().Msg("lease lost: the job was recovered, finished or claimed elsewhere; its run was stopped")
+		log.get().Warn().Msg("lease lost: the job was recovered, finished or claimed elsewhere; its run was stopped")
 	case out.err == nil:
 		p.complete(log, job, leaseLen, out.result)
 	case errors.Is(cause, errCancelRequested):
 		p.report(log, "acknowledge cancel", p.deadline(leaseLen), func(ctx context.Context) error {
 			return p.Backend.AckCancel(ctx, job.ID, lease)
 		})
-		log.Info().Msg("job cancelled")
+		log.get().Info().Msg("job cancelled")
 	case errors.Is(cause, errShutdown):
 		p.release(job, "worker stopped before the job finished")
 	case errors.Is(cause, errJobTimeout):
-		p.fail(log, job, leaseLen, fmt.Sprintf("%v: %v", cause, out.err), true)
+		p.fail(log, job, leaseLen, fmt.Sprintf("%v after %s: %v", cause, timeout, out.err), true)
 	default:
 		var pe *PermanentError
 		p.fail(log, job, leaseLen, out.err.Error(), !errors.As(out.err, &pe))
@@ -424,13 +454,13 @@ func (p *Pool) work(job *Job) {
 
 // call runs the handler, turning a panic into an error. After ctx ends it
 // waits at most AbandonAfter for the handler to return.
-func (p *Pool) call(ctx context.Context, job *Job, done chan struct{}, log zerolog.Logger) (outcome, bool) {
+func (p *Pool) call(ctx context.Context, job *Job, done chan struct{}, log *jobLog) (outcome, bool) {
 	ch := make(chan outcome, 1)
 	go func() {
 		defer close(done)
 		defer func() {
 			if r := recover(); r != nil {
-				log.Error().Interface("panic", r).Str("stack", string(debug.Stack())).Msg("handler panicked")
+				log.get().Error().Interface("panic", r).Str("stack", string(debug.Stack())).Msg("handler panicked")
 				ch <- outcome{err: fmt.Errorf("handler panicked: %v", r)}
 			}
 		}()
@@ -448,26 +478,28 @@ func (p *Pool) call(ctx context.Context, job *Job, done chan struct{}, log zerol
 	case o := <-ch:
 		return o, false
 	case <-t.C:
-		log.Error().Dur("abandon_after", p.AbandonAfter).Msg("handler ignores its context; job reported without it")
+		log.get().Error().Dur("abandon_after", p.AbandonAfter).Msg("handler ignores its context; job reported without it")
 		return outcome{err: fmt.Errorf("handler did not return within %s after its context ended", p.AbandonAfter)}, true
 	}
 }
 
-// heartbeat extends the lease every third of its length until stop is
-// closed; it cancels the run when the lease is lost or a cancel requested.
-func (p *Pool) heartbeat(log zerolog.Logger, job *Job, leaseLen time.Duration, cancel context.CancelCauseFunc, stop, done chan struct{}) {
+// heartbeat extends the lease, now and then every interval (a third of the
+// lease), until stop is closed; it cancels the run when the lease is lost
+// or a cancel requested.
+func (p *Pool) heartbeat(log *jobLog, job *Job, leaseLen, interval time.Duration, cancel context.CancelCauseFunc, stop, done chan struct{}) {
 	defer close(done)
-	interval := max(leaseLen/3, 10*time.Millisecond)
 	bo := retryDelay{max: interval}
-	t := time.NewTimer(interval)
-	defer t.Stop()
+	var t *time.Timer
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
 	for {
-		select {
+		select { // stopped as it fired: no beat
 		case <-stop:
 			return
-		case <-p.ioCtx.Done():
-			return
-		case <-t.C:
+		default:
 		}
 		ctx, c := context.WithTimeout(p.ioCtx, min(callTimeout, leaseLen))
 		l, err := p.Backend.Heartbeat(ctx, job.ID, job.Lease, 0)
@@ -486,9 +518,20 @@ func (p *Pool) heartbeat(log zerolog.Logger, job *Job, leaseLen time.Duration, c
 			return
 		default:
 			next = bo.next()
-			log.Warn().Err(err).Dur("retry_in", next).Msg("heartbeat failed")
+			log.get().Warn().Err(err).Dur("retry_in", next).Msg("heartbeat failed")
 		}
-		t.Reset(next)
+		if t == nil {
+			t = time.NewTimer(next)
+		} else {
+			t.Reset(next)
+		}
+		select {
+		case <-stop:
+			return
+		case <-p.ioCtx.Done():
+			return
+		case <-t.C:
+		}
 	}
 }
 
@@ -500,7 +543,7 @@ func (p *Pool) deadline(leaseLen time.Duration) time.Time {
 }
 
 // report calls fn until it succeeds, fails for good, or until is past.
-func (p *Pool) report(log zerolog.Logger, what string, until time.Time, fn func(context.Context) error) error {
+func (p *Pool) report(log *jobLog, what string, until time.Time, fn func(context.Context) error) error {
 	bo := retryDelay{}
 	for {
 		ctx, c := context.WithTimeout(p.ioCtx, callTimeout)
@@ -510,26 +553,26 @@ func (p *Pool) report(log zerolog.Logger, what string, until time.Time, fn func(
 		case err == nil:
 			return nil
 		case errors.Is(err, ErrLeaseLost):
-			log.Warn().Err(err).Msg(what + ": lease lost; the job was recovered or finished elsewhere")
+			log.get().Warn().Err(err).Msg(what + ": lease lost; the job was recovered or finished elsewhere")
 			return err
 		case !Retryable(err) && p.ioCtx.Err() == nil:
-			log.Error().Err(err).Msg(what + " failed")
+			log.get().Error().Err(err).Msg(what + " failed")
 			return err
 		case p.ioCtx.Err() != nil || time.Now().After(until):
-			log.Error().Err(err).Msg(what + " failed; giving up (the lease will expire and the job run again)")
+			log.get().Error().Err(err).Msg(what + " failed; giving up (the lease will expire and the job run again)")
 			return err
 		}
 		d := bo.next()
-		log.Warn().Err(err).Dur("retry_in", d).Msg(what + " failed; retrying")
+		log.get().Warn().Err(err).Dur("retry_in", d).Msg(what + " failed; retrying")
 		if !p.sleep(p.ioCtx, d) {
-			log.Error().Err(err).Msg(what + " failed; giving up (the lease will expire and the job run again)")
+			log.get().Error().Err(err).Msg(what + " failed; giving up (the lease will expire and the job run again)")
 			return err
 		}
 	}
 }
 
 // complete acknowledges a job with its result, through the batcher.
-func (p *Pool) complete(log zerolog.Logger, job *Job, leaseLen time.Duration, result any) {
+func (p *Pool) complete(log *jobLog, job *Job, leaseLen time.Duration, result any) {
 	raw, err := encodeResult(result)
 	if err != nil {
 		p.fail(log, job, leaseLen, err.Error(), false)
@@ -537,7 +580,9 @@ func (p *Pool) complete(log zerolog.Logger, job *Job, leaseLen time.Duration, re
 	}
 	item := Completion{ID: job.ID, Lease: job.Lease, Result: raw}
 	if p.report(log, "complete", p.deadline(leaseLen), func(ctx context.Context) error { return p.ack(ctx, item) }) == nil {
-		log.Debug().Msg("job done")
+		if log.base.GetLevel() <= zerolog.DebugLevel && zerolog.GlobalLevel() <= zerolog.DebugLevel {
+			log.get().Debug().Msg("job done")
+		}
 	}
 }
 
@@ -566,7 +611,7 @@ func encodeResult(result any) (json.RawMessage, error) {
 }
 
 // fail reports a failed attempt.
-func (p *Pool) fail(log zerolog.Logger, job *Job, leaseLen time.Duration, msg string, retry bool) {
+func (p *Pool) fail(log *jobLog, job *Job, leaseLen time.Duration, msg string, retry bool) {
 	var res *FailResult
 	err := p.report(log, "fail", p.deadline(leaseLen), func(ctx context.Context) error {
 		var err error
@@ -574,17 +619,17 @@ func (p *Pool) fail(log zerolog.Logger, job *Job, leaseLen time.Duration, msg st
 		return err
 	})
 	if err == nil {
-		log.Warn().Str("outcome", res.Outcome).Bool("retry", retry).Str("error", TruncateString(msg, 1024)).Msg("job failed")
+		log.get().Warn().Str("outcome", res.Outcome).Bool("retry", retry).Str("error", TruncateString(msg, 1024)).Msg("job failed")
 	}
 }
 
 // release gives a job's lease back at once without counting the attempt.
 func (p *Pool) release(job *Job, why string) {
-	log := p.Log.With().Int64("job_id", job.ID).Str("kind", job.Kind).Logger()
+	log := &jobLog{base: &p.Log, job: job}
 	if p.report(log, "give lease back", time.Now().Add(releaseWindow), func(ctx context.Context) error {
 		return p.Backend.Snooze(ctx, job.ID, job.Lease, 0)
 	}) == nil {
-		log.Info().Str("why", why).Msg("lease given back; the job runs again at once")
+		log.get().Info().Str("why", why).Msg("lease given back; the job runs again at once")
 	}
 }
 
