@@ -86,7 +86,8 @@ type Store struct {
 	queues map[string]bool // queues known to have a row in queues
 	// claims remembers the jobs this store's claims committed, so that a
 	// completion need not read them back (see Complete).
-	claims map[int64]claimedJob
+	claims  map[int64]claimedJob
+	scratch scratch // the writer's, see scratch
 }
 
 // LockedError says another process serves the database file.

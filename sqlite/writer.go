@@ -43,6 +43,32 @@ type wtx struct {
 	finished     []int64      // forgotten after commit
 }
 
+// scratch is what the writer's transactions collect, kept from one
+// transaction to the next so that a busy writer does not allocate it again
+// for every transaction and request. Only the writer goroutine uses it.
+type scratch struct {
+	w        wtx // the running request's share, reset for each
+	events   []app.Event
+	record   []app.Event
+	wake     []string
+	queues   []string
+	claimed  []claimedJob
+	finished []int64
+	pending  []pendingJob
+	errs     []error
+	counts   map[countKey]*countVal
+	deltas   map[statusKey]int64
+}
+
+// reset readies w for the next request, keeping what it allocated.
+func (w *wtx) reset(s *Store, now time.Time, deferInserts bool) {
+	w.s, w.ctx, w.now, w.deferInserts = s, context.Background(), now, deferInserts
+	w.events, w.record, w.wake, w.queues = w.events[:0], w.record[:0], w.wake[:0], w.queues[:0]
+	w.pending, w.claimed, w.finished = w.pending[:0], w.claimed[:0], w.finished[:0]
+	clear(w.counts)
+	clear(w.deltas)
+}
+
 // statusKey counts jobs of a queue in a status; "dead_letter" counts the
 // rows of the dead-letter table.
 type statusKey struct {
@@ -167,7 +193,8 @@ func (s *Store) runBatch(pb *[]*request, safe bool) bool {
 	ctx := context.Background() // a caller giving up must not interrupt a shared transaction
 	batch := *pb
 	defer func() { *pb = batch }()
-	errs := make([]error, len(batch))
+	sc := &s.scratch
+	errs := append(sc.errs[:0], make([]error, len(batch))...)
 	began := time.Now()
 	failAll := func(err error) bool {
 		s.failing.Store(true)
@@ -186,13 +213,23 @@ func (s *Store) runBatch(pb *[]*request, safe bool) bool {
 		return failAll(err)
 	}
 	savepoints := safe && len(batch) > 1
-	var events, record []app.Event
-	var wake, queues []string
-	var claimed []claimedJob
-	var finished []int64
-	counts := map[countKey]*countVal{}
-	deltas := map[statusKey]int64{}
-	var pending []pendingJob // rows of inserts-only requests, not inserted yet
+	events, record := sc.events[:0], sc.record[:0]
+	wake, queues := sc.wake[:0], sc.queues[:0]
+	claimed, finished := sc.claimed[:0], sc.finished[:0]
+	if sc.counts == nil {
+		sc.counts, sc.deltas = map[countKey]*countVal{}, map[statusKey]int64{}
+	}
+	counts, deltas := sc.counts, sc.deltas
+	clear(counts)
+	clear(deltas)
+	pending := sc.pending[:0] // rows of inserts-only requests, not inserted yet
+	defer func() {            // keep what grew for the next transaction
+		clear(events) // and let go of what it held
+		clear(record)
+		clear(pending)
+		sc.events, sc.record, sc.wake, sc.queues = events[:0], record[:0], wake[:0], queues[:0]
+		sc.claimed, sc.finished, sc.pending, sc.errs = claimed[:0], finished[:0], pending[:0], errs[:0]
+	}()
 	insertPending := func() error {
 		err := s.insertPending(ctx, pending, &events)
 		pending = pending[:0]
@@ -238,7 +275,8 @@ func (s *Store) runBatch(pb *[]*request, safe bool) bool {
 				return failAll(err)
 			}
 		}
-		w := &wtx{s: s, ctx: ctx, now: s.clock.Now(), deferInserts: r.inserts && !safe}
+		w := &sc.w
+		w.reset(s, s.clock.Now(), r.inserts && !safe)
 		err := w.call(r.fn)
 		if err != nil {
 			if isFatal(err) {
@@ -285,6 +323,9 @@ func (s *Store) runBatch(pb *[]*request, safe bool) bool {
 			c.completed += v.completed
 			c.failed += v.failed
 		}
+		clear(w.events) // let go of what the request collected
+		clear(w.record)
+		clear(w.pending)
 	}
 	if len(pending) > 0 {
 		if err := insertPending(); err != nil {
