@@ -158,7 +158,7 @@ var insertSQL = func() (qs [insertChunk + 1]string) {
 func (s *Store) insertPending(ctx context.Context, pend []pendingJob, events *[]app.Event) error {
 	for len(pend) > 0 {
 		n := min(len(pend), insertChunk)
-		args := make([]any, 0, n*insertCols)
+		args := s.scratch.args[:0]
 		for i := range pend[:n] {
 			args = append(args, pend[i].args[:]...)
 		}
@@ -167,6 +167,8 @@ func (s *Store) insertPending(ctx context.Context, pend []pendingJob, events *[]
 			return err
 		}
 		res, err := st.ExecContext(ctx, args...)
+		clear(args) // kept for the next INSERT, without what it held
+		s.scratch.args = args[:0]
 		if err != nil {
 			return err
 		}

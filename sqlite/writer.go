@@ -56,6 +56,7 @@ type scratch struct {
 	finished []int64
 	pending  []pendingJob
 	errs     []error
+	args     []any // of a shared INSERT
 	counts   map[countKey]*countVal
 	deltas   map[statusKey]int64
 }
