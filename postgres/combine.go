@@ -19,10 +19,13 @@ import (
 // its own, so it keeps its own transaction.
 
 // maxCombiners is how many gathered transactions may be in flight at once.
-// Two keep one transaction filling while the other commits; more split the
-// same callers into smaller transactions (measured: 4 gave about 8% fewer
-// jobs/s than 2 in the PostgreSQL e2e benchmark, 8 fewer still).
-const maxCombiners = 2
+// One: the submissions that arrive while it commits all go in the next.
+// More split the same callers into smaller transactions, each a commit and
+// a plan's worth of PostgreSQL's CPU (measured in the PostgreSQL e2e
+// benchmark, on two cores that also run PostgreSQL: 2 gave 6-7% fewer
+// jobs/s than 1, with no better latency at 100 jobs/s; 4 about 8% fewer
+// than 2, 8 fewer still).
+const maxCombiners = 1
 
 // maxCombined caps the jobs of one gathered transaction.
 const maxCombined = 1000
