@@ -242,6 +242,26 @@ func testClaimOrderIsPriorityRunAtID(e *env) {
 	if want := []int64{m1.ID, m2.ID}; err != nil || !sameIDs(ids(jobs), want) {
 		e.t.Fatalf("claim of kinds b, a: %v %v, want %v", ids(jobs), err, want)
 	}
+	// A claim of one kind (a store may take a path of its own for it) keeps
+	// the order within the kind, takes at most its limit, and leaves the
+	// other kinds queued.
+	o1 := e.submitOne("one", "a", withPriority(0))
+	o2 := e.submitOne("one", "b", withPriority(-9))
+	o3 := e.submitOne("one", "a", withPriority(-1))
+	o4 := e.submitOne("one", "a", withPriority(0), withRunAt(early))
+	o5 := e.submitOne("one", "a", withPriority(-2)) // the first to take, the last in id order
+	jobs, err = e.s.Claim(e.ctx, app.ClaimRequest{Queue: "one", Limit: 3, Kinds: []string{"a"}})
+	if want := []int64{o5.ID, o3.ID, o4.ID}; err != nil || !sameIDs(ids(jobs), want) {
+		e.t.Fatalf("claim of kind a, limit 3: %v %v, want %v", ids(jobs), err, want)
+	}
+	for _, j := range jobs {
+		if j.Queue != "one" || j.Kind != "a" || j.Status != app.StatusProcessing {
+			e.t.Fatalf("claimed job %d is %s/%s %s, want one/a processing", j.ID, j.Queue, j.Kind, j.Status)
+		}
+	}
+	if got := e.claim("one", 10); !sameIDs(ids(got), []int64{o2.ID, o1.ID}) {
+		e.t.Fatalf("after the claim of kind a: claim = %v, want %v", ids(got), []int64{o2.ID, o1.ID})
+	}
 }
 
 func testClaimSkipsScheduledExpiredAndKinds(e *env) {
@@ -356,6 +376,11 @@ func testPausedQueueHandsOutNothing(e *env) {
 	}
 	if got := e.claim("p", 5); len(got) != 0 {
 		e.t.Fatalf("paused queue handed out %d jobs", len(got))
+	}
+	for _, kinds := range [][]string{{"k"}, {"k", "other"}} { // nor by kind
+		if got, err := e.s.Claim(e.ctx, app.ClaimRequest{Queue: "p", Limit: 5, Kinds: kinds}); err != nil || len(got) != 0 {
+			e.t.Fatalf("paused queue handed out %d jobs of kinds %v (%v)", len(got), kinds, err)
+		}
 	}
 	e.submitOne("p", "k") // submissions still land
 	if n, _ := e.s.CountJobs(e.ctx, app.JobFilter{Queue: "p"}); n != 2 {
