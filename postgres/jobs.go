@@ -345,16 +345,7 @@ func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, er
 		// with its BEGIN and COMMIT in one round trip.
 		err = s.writePiped(ctx, func(w *wtx, p *pipe) {
 			out = nil
-			q, a := w.claimStatement(req, max(req.Limit, 1), false)
-			p.exec(customPlans)
-			p.query(func(rows pgx.Rows) error {
-				jobs, err := scanJobs(rows, nil)
-				if err != nil {
-					return err
-				}
-				out, err = w.started(jobs)
-				return err
-			}, q, a...)
+			w.pipeClaim(p, req, max(req.Limit, 1), false, &out)
 		})
 	} else {
 		err = s.write(ctx, func(w *wtx) (err error) {
@@ -407,16 +398,10 @@ func (w *wtx) claimLimited(req app.ClaimRequest) ([]*app.Job, error) {
 	if n <= 0 {
 		return nil, nil
 	}
-	if _, err := w.exec(customPlans); err != nil {
-		return nil, err
-	}
-	q, a := w.claimStatement(req, n, true)
-	jobs, err := scanJobs(w.query(q, a...))
-	if err != nil {
-		return nil, err
-	}
-	out, err := w.started(jobs)
-	if err != nil {
+	var out []*app.Job
+	p := &pipe{}
+	w.pipeClaim(p, req, n, true, &out)
+	if err := w.run(p); err != nil {
 		return nil, err
 	}
 	if req.Rate > 0 {
@@ -429,6 +414,22 @@ func (w *wtx) claimLimited(req app.ClaimRequest) ([]*app.Job, error) {
 		w.queues = append(w.queues, req.Queue)
 	}
 	return out, nil
+}
+
+// pipeClaim adds to p the claim of up to n jobs for req, planned for its
+// own arguments (see customPlans), and sets *out to the jobs it took, in
+// claim order.
+func (w *wtx) pipeClaim(p *pipe, req app.ClaimRequest, n int, locked bool, out *[]*app.Job) {
+	q, a := w.claimStatement(req, n, locked)
+	p.exec(customPlans)
+	p.query(func(rows pgx.Rows) error {
+		jobs, err := scanJobs(rows, nil)
+		if err != nil {
+			return err
+		}
+		*out, err = w.started(jobs)
+		return err
+	}, q, a...)
 }
 
 // claimStatement is the claim of up to n jobs for req and its arguments.
@@ -490,18 +491,15 @@ const customPlans = `SET LOCAL plan_cache_mode = force_custom_plan`
 func claimSQL(now, leaseExp, worker, queue, cond, kind string, kinds int, n string) string {
 	claimable := `status = 'queued' AND run_at <= ` + now + `
 				AND (expires_at IS NULL OR expires_at > ` + now + `)` + cond
-	var picked string
-	switch kinds {
-	case 0, 1:
-		if kinds == 1 {
-			claimable = `kind = ` + kind + ` AND ` + claimable
-		}
-		picked = `SELECT id FROM jobs
+	if kinds == 1 {
+		claimable = `kind = ` + kind + ` AND ` + claimable
+	}
+	picked := `SELECT id FROM jobs
 			WHERE queue = ` + queue + ` AND ` + claimable + `
 			ORDER BY priority, run_at, id
 			LIMIT ` + n + `
 			FOR UPDATE SKIP LOCKED`
-	default:
+	if kinds > 1 {
 		picked = `SELECT p.id FROM unnest(` + kind + `) AS k(kind)
 			CROSS JOIN LATERAL (SELECT id, priority, run_at FROM jobs
 				WHERE queue = ` + queue + ` AND kind = k.kind AND ` + claimable + `

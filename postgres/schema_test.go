@@ -384,8 +384,10 @@ func TestClaimIsNeverAGenericPlan(t *testing.T) {
 	for range 12 { // PostgreSQL considers a generic plan from the sixth run
 		submit(t, s, newJob("q"))
 		for _, kinds := range [][]string{nil, {"k"}} {
-			if _, err := s.Claim(ctx, app.ClaimRequest{Queue: "q", Kinds: kinds, Limit: 10}); err != nil {
-				t.Fatal(err)
+			for _, limit := range []int{0, 100} { // without and with a concurrency limit: a claim of its own
+				if _, err := s.Claim(ctx, app.ClaimRequest{Queue: "q", Kinds: kinds, Limit: 10, Concurrency: limit}); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 	}
@@ -408,7 +410,7 @@ func TestClaimIsNeverAGenericPlan(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if statements != 2 {
-		t.Fatalf("%d claim statements prepared on the connection, want 2 (with and without kinds)", statements)
+	if statements != 4 {
+		t.Fatalf("%d claim statements prepared on the connection, want 4 (with and without kinds, with and without a limit)", statements)
 	}
 }
