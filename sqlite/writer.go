@@ -61,9 +61,13 @@ type scratch struct {
 	deltas   map[statusKey]int64
 }
 
-// reset readies w for the next request, keeping what it allocated.
-func (w *wtx) reset(s *Store, now time.Time, deferInserts bool) {
-	w.s, w.ctx, w.now, w.deferInserts = s, context.Background(), now, deferInserts
+// reset readies w for the next request, keeping what it allocated but not
+// what the last request collected (payloads, events).
+func (w *wtx) reset(s *Store, ctx context.Context, now time.Time, deferInserts bool) {
+	w.s, w.ctx, w.now, w.deferInserts = s, ctx, now, deferInserts
+	clear(w.events)
+	clear(w.record)
+	clear(w.pending)
 	w.events, w.record, w.wake, w.queues = w.events[:0], w.record[:0], w.wake[:0], w.queues[:0]
 	w.pending, w.claimed, w.finished = w.pending[:0], w.claimed[:0], w.finished[:0]
 	clear(w.counts)
@@ -233,6 +237,7 @@ func (s *Store) runBatch(pb *[]*request, safe bool) bool {
 	}()
 	insertPending := func() error {
 		err := s.insertPending(ctx, pending, &events)
+		clear(pending) // the rows' payloads are in the database now
 		pending = pending[:0]
 		return err
 	}
@@ -277,7 +282,7 @@ func (s *Store) runBatch(pb *[]*request, safe bool) bool {
 			}
 		}
 		w := &sc.w
-		w.reset(s, s.clock.Now(), r.inserts && !safe)
+		w.reset(s, ctx, s.clock.Now(), r.inserts && !safe)
 		err := w.call(r.fn)
 		if err != nil {
 			if isFatal(err) {
@@ -324,9 +329,6 @@ func (s *Store) runBatch(pb *[]*request, safe bool) bool {
 			c.completed += v.completed
 			c.failed += v.failed
 		}
-		clear(w.events) // let go of what the request collected
-		clear(w.record)
-		clear(w.pending)
 	}
 	if len(pending) > 0 {
 		if err := insertPending(); err != nil {
