@@ -48,6 +48,16 @@ var (
 	errShutdown        = errors.New("worker shutting down")
 )
 
+// jobTimeout is the cause of a run that outlived its timeout: "job timed
+// out after 30s", formatted only when someone reads it, since every job's
+// context carries one.
+type jobTimeout time.Duration
+
+func (d jobTimeout) Error() string {
+	return fmt.Sprintf("%v after %s", errJobTimeout, time.Duration(d))
+}
+func (jobTimeout) Is(target error) bool { return target == errJobTimeout }
+
 // Pool is a worker: it claims jobs of one queue (optionally of some kinds)
 // from a Backend and runs Handler for each, Concurrency at a time. It
 // long-polls for work (a claim answers at once when a job lands), heartbeats
@@ -410,7 +420,7 @@ func (p *Pool) work(job *Job) {
 	}
 	hctx, cancel := context.WithCancelCause(p.jobsCtx)
 	defer cancel(nil)
-	tctx, cancelT := context.WithTimeoutCause(hctx, timeout, errJobTimeout)
+	tctx, cancelT := context.WithTimeoutCause(hctx, timeout, jobTimeout(timeout))
 	defer cancelT()
 
 	// The heartbeat's goroutine starts with its first beat: a job done
@@ -445,7 +455,7 @@ func (p *Pool) work(job *Job) {
 	case errors.Is(cause, errShutdown):
 		p.release(job, "worker stopped before the job finished")
 	case errors.Is(cause, errJobTimeout):
-		p.fail(log, job, leaseLen, fmt.Sprintf("%v after %s: %v", cause, timeout, out.err), true)
+		p.fail(log, job, leaseLen, fmt.Sprintf("%v: %v", cause, out.err), true)
 	default:
 		var pe *PermanentError
 		p.fail(log, job, leaseLen, out.err.Error(), !errors.As(out.err, &pe))
