@@ -389,14 +389,11 @@ func claimSQL(leaseExp string, kinds int) string {
 		return `SELECT id FROM jobs INDEXED BY jobs_claim WHERE queue = :queue AND kind = ` + kind + ` AND status = 'queued'
 			AND run_at <= :now AND (expires_at IS NULL OR expires_at > :now) ORDER BY priority, run_at, id LIMIT (SELECT :n)`
 	}
-	if kinds == 1 { // the range of one kind is already in claim order
-		return `UPDATE jobs SET status = 'processing', attempts = attempts + 1, lease = lease + 1,
-			lease_expires_at = ` + leaseExp + `, worker_id = :worker, started_at = :now, updated_at = :now
-		WHERE id IN (` + first(":kind0") + `)
-		RETURNING ` + claimCols
-	}
 	var pick string
-	if kinds == 0 {
+	switch kinds {
+	case 1: // the range of one kind is already in claim order
+		pick = first(":kind0")
+	case 0:
 		// k holds each kind of the queue once; for each, its first rows.
 		pick = `WITH RECURSIVE k(kind) AS (
 				SELECT (SELECT kind FROM jobs INDEXED BY jobs_claim WHERE queue = :queue AND status = 'queued' ORDER BY kind LIMIT 1)
@@ -405,7 +402,7 @@ func claimSQL(leaseExp string, kinds int) string {
 				FROM k WHERE k.kind IS NOT NULL)
 			SELECT j.id FROM k JOIN jobs j ON j.id IN (` + first("k.kind") + `)
 			WHERE k.kind IS NOT NULL ORDER BY j.priority, j.run_at, j.id LIMIT (SELECT :n)`
-	} else {
+	default:
 		parts := make([]string, kinds)
 		for i := range parts {
 			parts[i] = `SELECT j.id, j.priority, j.run_at FROM jobs j WHERE j.id IN (` + first(":kind"+strconv.Itoa(i)) + `)`
