@@ -48,6 +48,21 @@ type ServerConfig struct {
 	PublicMetrics bool `toml:"public_metrics"`
 	// Grace is how long built-in workers may finish on shutdown; default 30s.
 	Grace Duration `toml:"grace"`
+	// AllowedHosts are the Host names (besides loopback names, this
+	// machine's own names and addresses, and the listen address) that
+	// requests may carry; "*.example.com" matches subdomains. Anything
+	// else is refused (421), so a DNS-rebinding page cannot reach the API.
+	AllowedHosts []string `toml:"allowed_hosts"`
+	// TrustedProxies are the addresses or CIDR ranges whose
+	// X-Forwarded-For is believed for the client address; empty: the
+	// direct peer is the client.
+	TrustedProxies []string `toml:"trusted_proxies"`
+	// MaxStreams caps open event streams (GET /api/events) server-wide;
+	// default 256. Beyond it: 503.
+	MaxStreams int `toml:"max_streams"`
+	// MaxWaiters caps claims waiting in a long poll server-wide; default
+	// 1024. Beyond it: 503.
+	MaxWaiters int `toml:"max_waiters"`
 }
 
 // MaintenanceConfig sets the maintenance loop and the retention schedule.
@@ -76,10 +91,59 @@ type QueueConfig struct {
 	MaxQueued    int      `toml:"max_queued"`    // submissions beyond it get 429; 0: no limit
 }
 
-// TokenConfig is a named API token.
+// TokenConfig is a named API token and what it may do.
 type TokenConfig struct {
 	Name  string `toml:"name"`
 	Token string `toml:"token"`
+	// TokenFile names a file holding the token (systemd LoadCredential=),
+	// read at start so the secret stays out of the config; give Token or
+	// TokenFile, not both.
+	TokenFile string `toml:"token_file"`
+	// Role is read, submit, work or admin (each includes the ones before
+	// it); default admin.
+	Role Role `toml:"role"`
+	// Queues, if set, are the only queues the token may touch.
+	Queues []string `toml:"queues"`
+}
+
+// Role is what a token may do. Each role includes the ones before it:
+// read < submit < work < admin.
+type Role string
+
+// The roles, weakest first.
+const (
+	RoleRead   Role = "read"   // list and show jobs, the DLQ, queues, stats, events
+	RoleSubmit Role = "submit" // and submit jobs
+	RoleWork   Role = "work"   // and claim, heartbeat, complete, fail, snooze, once
+	RoleAdmin  Role = "admin"  // and cancel, pause, resume, drain, every DLQ action
+)
+
+// roleRank orders the roles; an unknown role ranks 0 (nothing).
+var roleRank = map[Role]int{RoleRead: 1, RoleSubmit: 2, RoleWork: 3, RoleAdmin: 4}
+
+// Allows reports whether role r includes need. The empty role is admin
+// (a token configured without one, as before roles existed).
+func (r Role) Allows(need Role) bool {
+	if r == "" {
+		r = RoleAdmin
+	}
+	return roleRank[r] >= roleRank[need] && roleRank[need] > 0
+}
+
+// Valid reports whether r is one of the roles (or empty: admin).
+func (r Role) Valid() bool { return r == "" || roleRank[r] > 0 }
+
+// AllowsQueue reports whether the token may touch queue q.
+func (t TokenConfig) AllowsQueue(q string) bool {
+	if len(t.Queues) == 0 {
+		return true
+	}
+	for _, a := range t.Queues {
+		if a == q {
+			return true
+		}
+	}
+	return false
 }
 
 // PeriodicConfig declares a job enqueued on a cron schedule.
