@@ -200,6 +200,8 @@ func serve(c *cli.Context, b Build) error {
 			Service: svc, Log: log.With().Str("component", "http").Logger(), Tokens: cfg.Tokens,
 			PublicHealth: cfg.Server.PublicHealth, PublicMetrics: cfg.Server.PublicMetrics,
 			MaxBodyBytes: cfg.Server.MaxBodyBytes, Metrics: metrics.Handler(), Scheduler: sched, Version: b.Version,
+			ListenAddr: ln.Addr().String(), AllowedHosts: cfg.Server.AllowedHosts,
+			TrustedProxies: cfg.Server.TrustedProxies, MaxStreams: cfg.Server.MaxStreams,
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       60 * time.Second,

@@ -39,6 +39,17 @@ type Options struct {
 	Version string
 	// Now is the wall clock of the pages (relative times); default time.Now.
 	Now func() time.Time
+	// ListenAddr is the address the server listens on; its host is one of
+	// the Host names requests may carry.
+	ListenAddr string
+	// AllowedHosts are further Host names requests may carry (config
+	// allowed_hosts); "*" turns the Host check off.
+	AllowedHosts []string
+	// TrustedProxies are the peers whose X-Forwarded-For names the client
+	// (addresses or CIDR ranges); empty: the direct peer is the client.
+	TrustedProxies []string
+	// MaxStreams caps open event streams; default 256.
+	MaxStreams int
 }
 
 // Body limits: a single job's payload may be 1 MiB, so its request may be a
