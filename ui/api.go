@@ -50,6 +50,13 @@ type Options struct {
 	TrustedProxies []string
 	// MaxStreams caps open event streams; default 256.
 	MaxStreams int
+	// AuthFailLimit is how many refused credentials an address may send in
+	// a minute before it is answered 429 until the minute is over; default
+	// 20, negative: no limit.
+	AuthFailLimit int
+	// AuthFailed, if set, counts a refused credential: reason "login" (the
+	// UI's login form) or "token" (a 401).
+	AuthFailed func(reason string)
 }
 
 // Body limits: a single job's payload may be 1 MiB, so its request may be a
@@ -60,10 +67,13 @@ const (
 )
 
 type handler struct {
-	svc   *app.Service
-	log   zerolog.Logger
-	opts  Options
-	pages *pages
+	svc      *app.Service
+	log      zerolog.Logger
+	opts     Options
+	pages    *pages
+	hosts    *hosts
+	sessions *sessions
+	failures failures
 }
 
 // New returns the HTTP handler of the API and the pages.
@@ -74,11 +84,14 @@ func New(opts Options) http.Handler {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	h := &handler{svc: opts.Service, log: opts.Log, opts: opts}
+	h := &handler{svc: opts.Service, log: opts.Log, opts: opts,
+		hosts: newHosts(opts.ListenAddr, opts.AllowedHosts), sessions: newSessions(opts.Tokens, sessionMaxAge),
+		failures: failures{limit: opts.AuthFailLimit}}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = h.errorHandler
-	e.Use(h.recoverer, h.secure, h.auth)
+	e.IPExtractor = ipExtractor(opts.TrustedProxies)
+	e.Use(h.recoverer, h.secure, h.browserGuard, h.auth)
 	h.routes(e)
 	h.pages = newPages(h, e)
 	return e
@@ -106,12 +119,12 @@ func (h *handler) routes(e *echo.Echo) {
 	e.GET("/readyz", h.readyz)
 	e.HEAD("/readyz", h.readyz)
 	if h.opts.Metrics != nil {
-		e.GET("/metrics", echo.WrapHandler(h.opts.Metrics))
+		e.GET("/metrics", everyQueue(echo.WrapHandler(h.opts.Metrics)))
 	}
 	api := e.Group("/api")
 	api.POST("/jobs", h.submit)
 	api.POST("/jobs/batch", h.submitBatch)
-	api.GET("/jobs", h.listJobs)
+	api.GET("/jobs", scopedQueueParam(h.listJobs))
 	api.POST("/jobs/complete", h.completeBatch)
 	api.GET("/jobs/:id", h.getJob)
 	api.GET("/jobs/:id/events", h.jobEvents)
@@ -125,7 +138,7 @@ func (h *handler) routes(e *echo.Echo) {
 	api.POST("/queues/:queue/pause", h.pause)
 	api.POST("/queues/:queue/resume", h.resume)
 	api.POST("/queues/:queue/drain", h.drain)
-	api.GET("/dlq", h.listDead)
+	api.GET("/dlq", scopedQueueParam(h.listDead))
 	api.GET("/dlq/:id", h.getDead)
 	api.POST("/dlq/:id/replay", h.replay)
 	api.DELETE("/dlq/:id", h.purge)
@@ -133,8 +146,8 @@ func (h *handler) routes(e *echo.Echo) {
 	api.POST("/dlq/purge", h.bulk(app.BulkPurge))
 	api.POST("/dlq/move", h.bulk(app.BulkMove))
 	api.GET("/stats", h.stats)
-	api.GET("/events", h.events)
-	api.GET("/audit", h.audit)
+	api.GET("/events", scopedQueueParam(h.events))
+	api.GET("/audit", everyQueue(h.audit))
 	api.GET("/periodic", h.periodic)
 	api.POST("/once/:key", h.onceAcquire)
 	api.POST("/once/:key/done", h.onceDone)
@@ -252,6 +265,9 @@ func (h *handler) submit(c echo.Context) error {
 	if err := bind(c, &in, smallBody, false); err != nil {
 		return err
 	}
+	if err := checkQueue(c, in.Queue); err != nil {
+		return err
+	}
 	if hk := c.Request().Header.Get("Idempotency-Key"); hk != "" {
 		if in.IdempotencyKey != "" && in.IdempotencyKey != hk {
 			return app.Invalid("idempotency_key", "the Idempotency-Key header and the idempotency_key field differ")
@@ -278,6 +294,11 @@ func (h *handler) submitBatch(c echo.Context) error {
 	}
 	if in.Jobs == nil {
 		return app.Invalid("jobs", "give the jobs as {\"jobs\": [...]}")
+	}
+	for _, j := range in.Jobs {
+		if err := checkQueue(c, j.Queue); err != nil {
+			return err
+		}
 	}
 	res, err := h.svc.Submit(c.Request().Context(), in.Jobs)
 	if err != nil {
@@ -331,6 +352,9 @@ func (h *handler) getJob(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := h.checkJob(c, id); err != nil {
+		return err
+	}
 	job, err := h.svc.Get(c.Request().Context(), id, wait, events)
 	if err != nil {
 		return err
@@ -341,6 +365,9 @@ func (h *handler) getJob(c echo.Context) error {
 func (h *handler) jobEvents(c echo.Context) error {
 	id, err := pathID(c)
 	if err != nil {
+		return err
+	}
+	if err := h.checkJob(c, id); err != nil {
 		return err
 	}
 	evs, err := h.svc.Events(c.Request().Context(), id)
@@ -373,6 +400,12 @@ func (h *handler) cancel(c echo.Context) error {
 	if err := bind(c, &in, smallBody, true); err != nil {
 		return err
 	}
+	if p := who(c); in.Lease == nil && !p.allows(app.RoleAdmin) {
+		return forbidden(p, app.RoleAdmin) // a worker acknowledging with its lease needs only work
+	}
+	if err := h.checkJob(c, id); err != nil {
+		return err
+	}
 	job, err := h.svc.Cancel(c.Request().Context(), id, in.Lease, actor(c))
 	if err != nil {
 		return err
@@ -403,6 +436,9 @@ func (h *handler) heartbeat(c echo.Context) error {
 	if in.Extend != nil {
 		extend = in.Extend.D()
 	}
+	if err := h.checkJob(c, id); err != nil {
+		return err
+	}
 	job, err := h.svc.Heartbeat(c.Request().Context(), id, lease, extend)
 	if err != nil {
 		return err
@@ -425,6 +461,9 @@ func (h *handler) complete(c echo.Context) error {
 	}
 	lease, err := in.lease()
 	if err != nil {
+		return err
+	}
+	if err := h.checkJob(c, id); err != nil {
 		return err
 	}
 	if err := h.svc.Complete(c.Request().Context(), id, lease, in.Result); err != nil {
@@ -450,6 +489,9 @@ func (h *handler) completeBatch(c echo.Context) error {
 			return app.Invalid(fmt.Sprintf("jobs[%d]", i), "each item needs an id and a lease")
 		}
 		items[i] = app.Completion{ID: j.ID, Lease: *j.Lease, Result: j.Result}
+		if err := h.checkJob(c, j.ID); err != nil {
+			return err
+		}
 	}
 	errs, err := h.svc.CompleteBatch(c.Request().Context(), items)
 	if err != nil {
@@ -488,6 +530,9 @@ func (h *handler) fail(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := h.checkJob(c, id); err != nil {
+		return err
+	}
 	res, err := h.svc.Fail(c.Request().Context(), id, app.FailInput{Lease: lease, Error: in.Error, Retry: in.Retry, RetryIn: in.RetryIn})
 	if err != nil {
 		return err
@@ -519,6 +564,9 @@ func (h *handler) snooze(c echo.Context) error {
 	if in.Delay != nil {
 		delay = in.Delay.D()
 	}
+	if err := h.checkJob(c, id); err != nil {
+		return err
+	}
 	job, err := h.svc.Snooze(c.Request().Context(), id, lease, delay)
 	if err != nil {
 		return err
@@ -529,6 +577,9 @@ func (h *handler) snooze(c echo.Context) error {
 func (h *handler) claim(c echo.Context) error {
 	var in app.ClaimInput
 	if err := bind(c, &in, smallBody, true); err != nil {
+		return err
+	}
+	if err := checkQueue(c, c.Param("queue")); err != nil {
 		return err
 	}
 	if in.WorkerID == "" {
@@ -549,6 +600,15 @@ func (h *handler) queues(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if p := who(c); p.restricted() {
+		kept := []app.QueueInfo{}
+		for _, q := range qs {
+			if p.allowsQueue(q.Name) {
+				kept = append(kept, q)
+			}
+		}
+		qs = kept
+	}
 	return c.JSON(http.StatusOK, map[string]any{"queues": qs})
 }
 
@@ -561,6 +621,9 @@ func (h *handler) setPaused(c echo.Context, paused bool) error {
 		return err
 	}
 	q := c.Param("queue")
+	if err := checkQueue(c, q); err != nil {
+		return err
+	}
 	if err := h.svc.SetPaused(c.Request().Context(), q, paused, actor(c)); err != nil {
 		return err
 	}
@@ -572,6 +635,9 @@ func (h *handler) drain(c echo.Context) error {
 		DryRun bool `json:"dry_run"`
 	}
 	if err := bind(c, &in, smallBody, true); err != nil {
+		return err
+	}
+	if err := checkQueue(c, c.Param("queue")); err != nil {
 		return err
 	}
 	res, err := h.svc.Drain(c.Request().Context(), c.Param("queue"), in.DryRun, actor(c))
@@ -607,6 +673,9 @@ func (h *handler) getDead(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := checkQueue(c, d.Queue); err != nil {
+		return err
+	}
 	return c.JSON(http.StatusOK, d)
 }
 
@@ -617,6 +686,9 @@ func (h *handler) replay(c echo.Context) error {
 	}
 	var in app.ReplayInput
 	if err := bind(c, &in, smallBody, true); err != nil {
+		return err
+	}
+	if err := h.checkDead(c, id); err != nil {
 		return err
 	}
 	job, err := h.svc.Replay(c.Request().Context(), id, in, actor(c))
@@ -631,6 +703,9 @@ func (h *handler) purge(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := h.checkDead(c, id); err != nil {
+		return err
+	}
 	if err := h.svc.Purge(c.Request().Context(), id, actor(c)); err != nil {
 		return err
 	}
@@ -641,6 +716,12 @@ func (h *handler) bulk(action string) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		var in app.BulkInput
 		if err := bind(c, &in, smallBody, true); err != nil {
+			return err
+		}
+		if p := who(c); p.restricted() && in.Queue == "" {
+			return newError(http.StatusForbidden, "forbidden", "token %q is limited to queues %s: name one with \"queue\"", p.name, strings.Join(p.queues, ", "))
+		}
+		if err := checkQueue(c, in.Queue); err != nil && in.Queue != "" {
 			return err
 		}
 		res, err := h.svc.BulkDead(c.Request().Context(), action, in, actor(c))
@@ -663,6 +744,7 @@ func (h *handler) stats(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	scopedStats(who(c), st)
 	out := statsBody{Queues: map[string]app.QueueStats{}, Total: st.Total, At: app.FormatTime(st.At)}
 	for _, q := range st.Queues {
 		out.Queues[q.Queue] = q
@@ -692,6 +774,15 @@ func (h *handler) periodic(c echo.Context) error {
 		var err error
 		if out, err = h.opts.Scheduler.Status(c.Request().Context()); err != nil {
 			return err
+		}
+		if p := who(c); p.restricted() {
+			kept := []app.PeriodicStatus{}
+			for _, e := range out {
+				if p.allowsQueue(e.Queue) {
+					kept = append(kept, e)
+				}
+			}
+			out = kept
 		}
 	}
 	return c.JSON(http.StatusOK, map[string]any{"periodic": out})

@@ -1,73 +1,170 @@
 package ui
 
 import (
+	"cmp"
 	"crypto/subtle"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/queuehq/queue/app"
 )
 
-const actorKey = "queue.actor"
+const principalKey = "queue.principal"
 
-// sessionCookie carries the token for the web pages after a login.
+// sessionCookie carries a signed session of the web pages after a login
+// (never the token itself; see sessions).
 const sessionCookie = "queue_session"
+
+// principal is who made a request and what it may do: the token's name,
+// role and queues, or "local" (admin of everything) without tokens.
+type principal struct {
+	name    string
+	role    app.Role
+	queues  []string // empty: every queue
+	session bool     // it came with the session cookie, not a bearer token
+}
+
+var localPrincipal = &principal{name: "local", role: app.RoleAdmin}
+
+func (p *principal) allows(need app.Role) bool { return need == "" || p.role.Allows(need) }
+
+func (p *principal) allowsQueue(q string) bool {
+	return app.TokenConfig{Queues: p.queues}.AllowsQueue(q)
+}
+
+func (p *principal) restricted() bool { return len(p.queues) > 0 }
+
+func who(c echo.Context) *principal {
+	if p, ok := c.Get(principalKey).(*principal); ok {
+		return p
+	}
+	return localPrincipal
+}
 
 // actor is who made the request, for the audit trail: the name of the token
 // used, or "local" when the server runs without tokens.
-func actor(c echo.Context) string {
-	if a, ok := c.Get(actorKey).(string); ok && a != "" {
-		return a
-	}
-	return "local"
-}
+func actor(c echo.Context) string { return who(c).name }
 
-// auth requires a configured token on every route except the few opened on
-// purpose (health and metrics by config; the login page and static files).
+// auth finds who is asking and whether they may: a bearer token, or the
+// session cookie of the pages (on the API only together with the CSRF
+// header, so no other page can borrow it); then the route's role. Routes
+// opened on purpose (health and metrics by config; the login page and
+// static files) need nothing.
 func (h *handler) auth(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if len(h.opts.Tokens) == 0 {
-			c.Set(actorKey, "local")
+			c.Set(principalKey, localPrincipal)
 			return next(c)
 		}
 		if h.public(c.Request().URL.Path) {
 			return next(c)
 		}
-		var given string
-		if a := c.Request().Header.Get("Authorization"); a != "" {
+		r := c.Request()
+		ip := c.RealIP()
+		if wait := h.failures.blocked(ip, time.Now()); wait > 0 {
+			c.Response().Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds()+0.999)))
+			return newError(http.StatusTooManyRequests, "too_many_requests", "too many failed attempts from this address; wait %s", wait.Round(time.Second))
+		}
+		var p *principal
+		given := false
+		if a := r.Header.Get("Authorization"); a != "" {
+			given = true
 			scheme, tok, _ := strings.Cut(a, " ")
 			if strings.EqualFold(scheme, "Bearer") {
-				given = strings.TrimSpace(tok)
+				p = h.tokenPrincipal(strings.TrimSpace(tok))
 			}
-		} else if ck, err := c.Cookie(sessionCookie); err == nil {
-			given = ck.Value
+		} else if ck, err := c.Cookie(sessionCookie); err == nil && ck.Value != "" {
+			given = true
+			if p = h.sessions.verify(ck.Value, time.Now()); p != nil && isAPI(c) && !safeMethod(r.Method) && !csrfHeaderOK(c) {
+				return newError(http.StatusForbidden, "forbidden", "the session cookie works on the API only with the X-CSRF-Token header of the pages; scripts send Authorization: Bearer <token>")
+			}
 		}
-		if name, ok := h.tokenName(given); ok {
-			c.Set(actorKey, name)
-			return next(c)
+		if p == nil {
+			h.authFailed(c, ip, given, "token")
+			if m := r.Method; !isAPI(c) && h.pages != nil && (m == http.MethodGet || m == http.MethodHead) {
+				return h.pages.loginRequired(c)
+			}
+			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="queue"`)
+			return newError(http.StatusUnauthorized, "unauthorized", "this server needs a token: send Authorization: Bearer <token>")
 		}
-		if m := c.Request().Method; !isAPI(c) && h.pages != nil && (m == http.MethodGet || m == http.MethodHead) {
-			return h.pages.loginRequired(c)
+		c.Set(principalKey, p)
+		if !isAPI(c) && p.restricted() && c.Path() != "/logout" {
+			return newError(http.StatusForbidden, "forbidden", "token %q is limited to queues %s; the web UI needs a token without a queue list", p.name, strings.Join(p.queues, ", "))
 		}
-		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="queue"`)
-		return newError(http.StatusUnauthorized, "unauthorized", "this server needs a token: send Authorization: Bearer <token>")
+		if need := routeRole(c); !p.allows(need) {
+			return forbidden(p, need)
+		}
+		return next(c)
 	}
 }
 
-// tokenName finds the token given among the configured ones. Every
+// forbidden answers a request the token's role does not cover, naming the missing scope.
+func forbidden(p *principal, need app.Role) error {
+	return newError(http.StatusForbidden, "forbidden", "token %q has role %s; this needs role %s", p.name, p.role, need)
+}
+
+// authFailed counts a refused credential: in /metrics, and per address for
+// the slow-down (only when a credential was given, so a person opening the
+// UI before logging in is not counted against).
+func (h *handler) authFailed(c echo.Context, ip string, given bool, reason string) {
+	if h.opts.AuthFailed != nil {
+		h.opts.AuthFailed(reason)
+	}
+	if !given {
+		return
+	}
+	switch n := h.failures.add(ip, time.Now()); {
+	case n == 1:
+		h.log.Warn().Str("remote", ip).Str("path", c.Request().URL.Path).Str("reason", reason).Msg("credential refused")
+	case n == cmp.Or(h.failures.limit, failLimit):
+		h.log.Warn().Str("remote", ip).Dur("for", failWindow).Msg("too many refused credentials: address slowed down")
+	}
+}
+
+// csrfHeaderOK reports whether the X-CSRF-Token header matches the pages'
+// CSRF cookie, which only this server's pages can read.
+func csrfHeaderOK(c echo.Context) bool {
+	ck, err := c.Cookie(csrfCookie)
+	hd := c.Request().Header.Get("X-CSRF-Token")
+	return err == nil && ck.Value != "" && hd != "" && subtle.ConstantTimeCompare([]byte(ck.Value), []byte(hd)) == 1
+}
+
+// tokenPrincipal finds the token given among the configured ones. Every
 // configured token is compared in constant time, so the answer's timing
 // tells nothing about how close a guess was.
-func (h *handler) tokenName(given string) (string, bool) {
-	if given == "" {
-		return "", false
+func (h *handler) tokenPrincipal(given string) *principal {
+	t, ok := h.token(given)
+	if !ok {
+		return nil
 	}
-	name, found := "", 0
+	return tokenPrincipal(t)
+}
+
+func tokenPrincipal(t app.TokenConfig) *principal {
+	role := t.Role
+	if role == "" {
+		role = app.RoleAdmin
+	}
+	return &principal{name: t.Name, role: role, queues: t.Queues}
+}
+
+func (h *handler) token(given string) (app.TokenConfig, bool) {
+	if given == "" {
+		return app.TokenConfig{}, false
+	}
+	var found app.TokenConfig
+	n := 0
 	for _, t := range h.opts.Tokens {
 		if subtle.ConstantTimeCompare([]byte(given), []byte(t.Token)) == 1 {
-			name, found = t.Name, 1
+			found, n = t, 1
 		}
 	}
-	return name, found == 1
+	return found, n == 1
 }
 
 func (h *handler) public(path string) bool {
@@ -80,6 +177,91 @@ func (h *handler) public(path string) bool {
 		return true
 	}
 	return false
+}
+
+// routeRoles names the role each state-changing route needs. Reading (GET,
+// HEAD) needs read; a state-changing route missing here needs admin, so a
+// new route is closed until someone decides otherwise.
+var routeRoles = map[string]app.Role{
+	"POST /api/jobs":                app.RoleSubmit,
+	"POST /api/jobs/batch":          app.RoleSubmit,
+	"POST /api/queues/:queue/claim": app.RoleWork,
+	"POST /api/jobs/complete":       app.RoleWork,
+	"POST /api/jobs/:id/heartbeat":  app.RoleWork,
+	"POST /api/jobs/:id/complete":   app.RoleWork,
+	"POST /api/jobs/:id/fail":       app.RoleWork,
+	"POST /api/jobs/:id/snooze":     app.RoleWork,
+	"POST /api/jobs/:id/cancel":     app.RoleWork, // without a lease the handler asks for admin
+	"POST /api/once/:key":           app.RoleWork,
+	"POST /api/once/:key/done":      app.RoleWork,
+	"POST /logout":                  "",
+}
+
+func routeRole(c echo.Context) app.Role {
+	m := c.Request().Method
+	if safeMethod(m) {
+		return app.RoleRead
+	}
+	if r, ok := routeRoles[m+" "+c.Path()]; ok {
+		return r
+	}
+	return app.RoleAdmin
+}
+
+// failures slows down guessing: an address with failLimit refused
+// credentials within failWindow is answered 429 until the window passes.
+// The table is bounded (failMaxAddrs); when full, it starts over, which
+// at worst forgives some guessers early.
+type failures struct {
+	limit int // 0: failLimit; negative: none
+	mu    sync.Mutex
+	m     map[string]*failCount
+}
+
+type failCount struct {
+	n     int
+	start time.Time
+}
+
+const (
+	failLimit    = 20
+	failWindow   = time.Minute
+	failMaxAddrs = 10000
+)
+
+// add counts a failure of ip and returns the count in the current window.
+func (f *failures) add(ip string, now time.Time) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.m == nil || len(f.m) >= failMaxAddrs {
+		f.m = map[string]*failCount{}
+	}
+	fc := f.m[ip]
+	if fc == nil || now.Sub(fc.start) > failWindow {
+		fc = &failCount{start: now}
+		f.m[ip] = fc
+	}
+	fc.n++
+	return fc.n
+}
+
+// blocked returns how long ip must still wait, or 0.
+func (f *failures) blocked(ip string, now time.Time) time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fc := f.m[ip]
+	if fc == nil {
+		return 0
+	}
+	left := failWindow - now.Sub(fc.start)
+	if left <= 0 {
+		delete(f.m, ip)
+		return 0
+	}
+	if f.limit < 0 || fc.n < cmp.Or(f.limit, failLimit) {
+		return 0
+	}
+	return left
 }
 
 // secure sets the headers every answer carries; pages also get a strict

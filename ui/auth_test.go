@@ -16,7 +16,7 @@ const testToken = "0123456789abcdef0123"
 // left open by mistake. Only the login page and static files are public, and
 // health and metrics when opened on purpose.
 func TestEveryRouteNeedsATokenWhenTokensAreSet(t *testing.T) {
-	opts := ui.Options{Tokens: []app.TokenConfig{{Name: "ops", Token: testToken}}}
+	opts := ui.Options{Tokens: []app.TokenConfig{{Name: "ops", Token: testToken}}, AuthFailLimit: -1}
 	s := newServer(t, opts, false)
 	h := ui.New(ui.Options{Service: s.svc, Tokens: opts.Tokens, Metrics: http.NotFoundHandler()})
 	routes := ui.Routes(h)
@@ -31,7 +31,11 @@ func TestEveryRouteNeedsATokenWhenTokensAreSet(t *testing.T) {
 		}
 		path := strings.NewReplacer(":id", "1", ":queue", "default", ":key", "k", "*", "x").Replace(r.Path)
 		for _, hdr := range [][]string{nil, {"Authorization", "Bearer wrong-token-0123456789"}, {"Authorization", "Basic " + testToken}} {
-			a := s.do(r.Method, path, "application/json", strings.NewReader(`{}`), hdr...)
+			ctype, body := "application/json", "{}"
+			if !strings.HasPrefix(r.Path, "/api/") {
+				ctype, body = "application/x-www-form-urlencoded", "a=b"
+			}
+			a := s.do(r.Method, path, ctype, strings.NewReader(body), hdr...)
 			if a.status != http.StatusUnauthorized {
 				t.Errorf("%s %s with %v: %d, want 401", r.Method, r.Path, hdr, a.status)
 			}

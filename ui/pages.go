@@ -173,30 +173,16 @@ func (p *pages) start(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// guard is the CSRF protection of every page route. A state-changing
-// request is refused (403) when the browser says it comes from another
-// site (Sec-Fetch-Site, or an Origin that is not this host); then echo's
-// CSRF middleware demands the token of the form's hidden field to match
-// the queue_csrf cookie (SameSite=Strict, HttpOnly). Both checks apply:
-// Sec-Fetch-Site is taken out before echo's middleware, which would
-// otherwise accept a same-origin request without looking at the token.
+// guard is the CSRF protection of every page route, behind browserGuard
+// (which already refused requests another site's page sent): echo's CSRF
+// middleware demands the token of the form's hidden field to match the
+// queue_csrf cookie (SameSite=Strict, HttpOnly). Sec-Fetch-Site is taken
+// out first, since echo's middleware would otherwise accept a same-origin
+// request without looking at the token.
 func (p *pages) guard(next echo.HandlerFunc) echo.HandlerFunc {
 	plain, tls := p.csrf(next), p.csrfTLS(next)
 	return func(c echo.Context) error {
-		r := c.Request()
-		if !safeMethod(r.Method) {
-			switch r.Header.Get("Sec-Fetch-Site") {
-			case "cross-site", "same-site":
-				return errCSRF
-			}
-			if o := r.Header.Get("Origin"); o != "" && o != "null" {
-				u, err := url.Parse(o)
-				if err != nil || !strings.EqualFold(u.Host, r.Host) {
-					return errCSRF
-				}
-			}
-		}
-		r.Header.Del("Sec-Fetch-Site")
+		c.Request().Header.Del("Sec-Fetch-Site")
 		if c.Scheme() == "https" {
 			return tls(c)
 		}

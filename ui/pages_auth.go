@@ -1,6 +1,8 @@
 package ui
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"net"
 	"net/http"
 	"strings"
@@ -28,7 +30,7 @@ func (p *pages) loginForm(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, next)
 	}
 	if ck, err := c.Cookie(sessionCookie); err == nil {
-		if _, ok := p.h.tokenName(ck.Value); ok {
+		if who := p.h.sessions.verify(ck.Value, time.Now()); who != nil && !who.restricted() {
 			return c.Redirect(http.StatusSeeOther, next)
 		}
 	}
@@ -37,30 +39,67 @@ func (p *pages) loginForm(c echo.Context) error {
 	return p.render(c, http.StatusOK, "login", v)
 }
 
-// login is POST /login: a valid token becomes the queue_session cookie
-// (HttpOnly, Secure, SameSite=Strict), which auth accepts like a bearer token.
+// login is POST /login: a valid token starts a session, whose signed id
+// (not the token) becomes the queue_session cookie (HttpOnly, Secure,
+// SameSite=Strict); the CSRF cookie is renewed so a token planted before
+// the login is worthless after it.
 func (p *pages) login(c echo.Context) error {
 	next := safeNext(c.FormValue("next"))
 	if len(p.h.opts.Tokens) == 0 {
 		return c.Redirect(http.StatusSeeOther, next)
 	}
-	tok := c.FormValue("token")
-	name, ok := p.h.tokenName(tok)
-	if !ok {
-		p.log.Warn().Str("remote", c.RealIP()).Msg("ui login refused")
-		v := loginView{base: p.base(c, "Log in", "login"), Next: next, Error: "That token is not valid for this server.",
-			Warning: p.plainHTTPWarning(c)}
-		v.Bare = true
-		return p.render(c, http.StatusUnauthorized, "login", v)
+	ip := c.RealIP()
+	if wait := p.h.failures.blocked(ip, time.Now()); wait > 0 {
+		return p.loginError(c, http.StatusTooManyRequests, next, "Too many failed attempts from this address; wait a minute and try again.")
 	}
-	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: tok, Path: "/", MaxAge: int(sessionMaxAge.Seconds()),
+	t, ok := p.h.token(c.FormValue("token"))
+	if !ok {
+		p.h.authFailed(c, ip, true, "login")
+		return p.loginError(c, http.StatusUnauthorized, next, "That token is not valid for this server.")
+	}
+	if len(t.Queues) > 0 {
+		return p.loginError(c, http.StatusForbidden, next, "That token is limited to some queues; the web UI needs a token without a queue list.")
+	}
+	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: p.h.sessions.issue(t, time.Now()), Path: "/", MaxAge: int(sessionMaxAge.Seconds()),
 		HttpOnly: true, Secure: true, SameSite: http.SameSiteStrictMode})
-	p.log.Info().Str("actor", name).Msg("ui login")
+	p.renewCSRF(c)
+	p.log.Info().Str("actor", t.Name).Str("remote", ip).Msg("ui login")
 	return c.Redirect(http.StatusSeeOther, next)
 }
 
-// logout is POST /logout: the session cookie is cleared.
+func (p *pages) loginError(c echo.Context, status int, next, msg string) error {
+	v := loginView{base: p.base(c, "Log in", "login"), Next: next, Error: msg, Warning: p.plainHTTPWarning(c)}
+	v.Bare = true
+	return p.render(c, status, "login", v)
+}
+
+// renewCSRF replaces the CSRF cookie echo's middleware set on this answer
+// with a fresh token.
+func (p *pages) renewCSRF(c echo.Context) {
+	hd := c.Response().Header()
+	kept := hd.Values("Set-Cookie")[:0:0]
+	for _, v := range hd.Values("Set-Cookie") {
+		if !strings.HasPrefix(v, csrfCookie+"=") {
+			kept = append(kept, v)
+		}
+	}
+	hd.Del("Set-Cookie")
+	for _, v := range kept {
+		hd.Add("Set-Cookie", v)
+	}
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	c.SetCookie(&http.Cookie{Name: csrfCookie, Value: base64.RawURLEncoding.EncodeToString(b[:]), Path: "/", MaxAge: 7 * 24 * 3600,
+		HttpOnly: true, Secure: c.Scheme() == "https", SameSite: http.SameSiteStrictMode})
+}
+
+// logout is POST /logout: the session is revoked and its cookie cleared.
 func (p *pages) logout(c echo.Context) error {
+	if ck, err := c.Cookie(sessionCookie); err == nil {
+		p.h.sessions.revoke(ck.Value, time.Now())
+	}
 	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, Secure: true, SameSite: http.SameSiteStrictMode})
 	if len(p.h.opts.Tokens) == 0 {

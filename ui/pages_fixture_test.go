@@ -310,3 +310,18 @@ func (u *uiClient) follow(a uiAnswer) uiAnswer {
 }
 
 func regexpMust(s string) *regexp.Regexp { return regexp.MustCompile(s) }
+
+// login posts the login form (after a page gave the CSRF token) and keeps
+// the session cookie it sets.
+func (u *uiClient) login(token string) {
+	u.t.Helper()
+	a := u.post("/login", url.Values{"token": {token}})
+	if a.status != http.StatusSeeOther {
+		u.t.Fatalf("login: %d %.300s", a.status, a.body)
+	}
+	for _, c := range (&http.Response{Header: a.header}).Cookies() {
+		if c.Name == "queue_session" {
+			u.session = c.Value
+		}
+	}
+}

@@ -362,14 +362,24 @@ func TestPagesLogin(t *testing.T) {
 	if loc := a.header.Get("Location"); loc != "/jobs?queue=emails" {
 		t.Fatalf("after login: redirect to %q", loc)
 	}
-	var session *http.Cookie
+	var session, csrf *http.Cookie
 	for _, c := range (&http.Response{Header: a.header}).Cookies() {
-		if c.Name == "queue_session" {
+		switch c.Name {
+		case "queue_session":
 			session = c
+		case "queue_csrf":
+			csrf = c
 		}
 	}
-	if session == nil || !session.HttpOnly || !session.Secure || session.SameSite != http.SameSiteStrictMode || session.Value != "s3cret-token" {
+	if session == nil || !session.HttpOnly || !session.Secure || session.SameSite != http.SameSiteStrictMode {
 		t.Fatalf("session cookie %+v, want HttpOnly, Secure, SameSite=Strict", session)
+	}
+	// The cookie is a session, not the token; the CSRF token is renewed at login.
+	if strings.Contains(session.Value, "s3cret-token") {
+		t.Fatalf("the session cookie holds the token: %q", session.Value)
+	}
+	if csrf == nil || csrf.Value == "" || csrf.Value == u.csrf {
+		t.Fatalf("login did not renew the CSRF cookie: %+v (form token %q)", csrf, u.csrf)
 	}
 	u.session = session.Value
 	a = u.get("/jobs?queue=emails")
@@ -390,11 +400,14 @@ func TestPagesLogin(t *testing.T) {
 		t.Fatalf("next=//evil.example: redirect to %q", loc)
 	}
 
+	u.get("/") // the login renewed the CSRF token: forms of pages before it are stale
 	a = u.post("/logout", nil)
 	wantStatus(t, "logout", a, http.StatusSeeOther)
 	if sc := strings.Join(a.header.Values("Set-Cookie"), "\n"); !strings.Contains(sc, "queue_session=;") {
 		t.Fatalf("logout does not clear the session: %q", sc)
 	}
+	// The old cookie is revoked, not merely cleared in this browser.
+	wantStatus(t, "old session after logout", u.get("/"), http.StatusUnauthorized)
 	u.session = ""
 	wantStatus(t, "after logout", u.get("/"), http.StatusUnauthorized)
 	// Without a session a page POST is refused, and the page says to log in.
@@ -404,7 +417,8 @@ func TestPagesLogin(t *testing.T) {
 }
 
 func TestPagesHeadAndPlainHTTPWarning(t *testing.T) {
-	env := newUIEnv(t, ui.Options{Tokens: []app.TokenConfig{{Name: "ops", Token: "s3cret-token"}}}, false)
+	env := newUIEnv(t, ui.Options{Tokens: []app.TokenConfig{{Name: "ops", Token: "s3cret-token"}},
+		AllowedHosts: []string{"queue.example.com", "10.0.0.5"}}, false)
 	for host, warn := range map[string]bool{"": false, "localhost:8080": false, "queue.example.com:8080": true, "10.0.0.5": true} {
 		req, _ := http.NewRequest(http.MethodGet, env.URL+"/login", nil)
 		if host != "" {
@@ -422,7 +436,8 @@ func TestPagesHeadAndPlainHTTPWarning(t *testing.T) {
 		}
 	}
 	u := newUIClient(t, env.URL)
-	u.session = "s3cret-token"
+	u.get("/login")
+	u.login("s3cret-token")
 	a := u.do(http.MethodHead, "/", nil, nil)
 	wantStatus(t, "HEAD /", a, http.StatusOK)
 	if a.body != "" || a.header.Get("Content-Security-Policy") == "" {
