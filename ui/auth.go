@@ -195,15 +195,20 @@ var routeRoles = map[string]app.Role{
 	"POST /api/once/:key":           app.RoleWork,
 	"POST /api/once/:key/done":      app.RoleWork,
 	"POST /logout":                  "",
+	// Pages that only ask to confirm an admin action.
+	"GET /dlq/confirm":   app.RoleAdmin,
+	"HEAD /dlq/confirm":  app.RoleAdmin,
+	"GET /queues/drain":  app.RoleAdmin,
+	"HEAD /queues/drain": app.RoleAdmin,
 }
 
 func routeRole(c echo.Context) app.Role {
 	m := c.Request().Method
-	if safeMethod(m) {
-		return app.RoleRead
-	}
 	if r, ok := routeRoles[m+" "+c.Path()]; ok {
 		return r
+	}
+	if safeMethod(m) {
+		return app.RoleRead
 	}
 	return app.RoleAdmin
 }

@@ -201,6 +201,7 @@ type base struct {
 	CSRF    string // the token of this page's forms
 	Actor   string // who is logged in ("local" without tokens)
 	Login   bool   // tokens are configured: offer to log out
+	Admin   bool   // the token may act (cancel, replay, purge, pause, drain): show those forms
 	Bare    bool   // no navigation (the login page)
 	Flash   *flash
 	Version string
@@ -209,7 +210,7 @@ type base struct {
 }
 
 func (p *pages) base(c echo.Context, title, nav string) base {
-	b := base{Title: title, Nav: nav, Actor: actor(c), Login: len(p.h.opts.Tokens) > 0,
+	b := base{Title: title, Nav: nav, Actor: actor(c), Login: len(p.h.opts.Tokens) > 0, Admin: who(c).allows(app.RoleAdmin),
 		Version: p.h.opts.Version, Now: p.h.opts.Now().UTC()}
 	if tok, ok := c.Get("csrf").(string); ok {
 		b.CSRF = tok
