@@ -74,6 +74,7 @@ type handler struct {
 	hosts    *hosts
 	sessions *sessions
 	failures failures
+	streams  streamCount // open event streams (sse.go)
 }
 
 // New returns the HTTP handler of the API and the pages.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -14,9 +15,37 @@ import (
 // sseHeartbeat keeps proxies from closing an idle event stream.
 const sseHeartbeat = 15 * time.Second
 
+// defaultMaxStreams caps open event streams when Options.MaxStreams is zero.
+const defaultMaxStreams = 256
+
+// streamCount counts the open event streams of a handler, server-wide.
+// Each holds a connection and a buffer of 4096 events.
+type streamCount struct{ n atomic.Int64 }
+
+// enter takes a place for one more stream, or reports false when limit
+// streams are open already.
+func (s *streamCount) enter(limit int) bool {
+	if limit <= 0 {
+		limit = defaultMaxStreams
+	}
+	for {
+		n := s.n.Load()
+		if n >= int64(limit) {
+			return false
+		}
+		if s.n.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// leave gives a place back.
+func (s *streamCount) leave() { s.n.Add(-1) }
+
 // events streams lifecycle events as Server-Sent Events, filtered by queue
 // and kind. A reader too slow to keep up is dropped with a final
-// "event: overflow" rather than slowing any writer.
+// "event: overflow" rather than slowing any writer. Beyond
+// Options.MaxStreams open streams it answers 503 (with Retry-After).
 func (h *handler) events(c echo.Context) error {
 	queue, kind := c.QueryParam("queue"), c.QueryParam("kind")
 	if queue != "" {
@@ -29,6 +58,10 @@ func (h *handler) events(c echo.Context) error {
 			return app.Invalid("kind", "kind %v", err)
 		}
 	}
+	if !h.streams.enter(h.opts.MaxStreams) {
+		return newError(http.StatusServiceUnavailable, "unavailable", "the server holds as many event streams as it allows (server.max_streams); try again shortly")
+	}
+	defer h.streams.leave()
 	sub := h.svc.Bus.Subscribe(4096, func(e *app.Event) bool {
 		return (queue == "" || e.Queue == queue) && (kind == "" || e.Kind == kind)
 	})
