@@ -409,6 +409,13 @@ func (s *Service) Stats(ctx context.Context) (*Stats, error) {
 	return &Stats{Queues: qs, Total: TotalStats(qs), At: s.Clock.Now()}, nil
 }
 
+// RecordDenied audits a request that actor's token was not allowed to make
+// (target names it: "POST /api/queues/:queue/pause"), so the trail shows
+// who tried what, not only what was done.
+func (s *Service) RecordDenied(ctx context.Context, actor, target string) error {
+	return s.Store.RecordAudit(ctx, AuditEntry{Actor: actor, Action: "auth.denied", Target: target})
+}
+
 // Audit lists admin actions, newest first.
 func (s *Service) Audit(ctx context.Context, f AuditFilter) ([]AuditEntry, error) {
 	if f.Limit == 0 {

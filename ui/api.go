@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -74,6 +75,8 @@ type handler struct {
 	hosts    *hosts
 	sessions *sessions
 	failures failures
+	deniedMu sync.Mutex
+	denied   map[string]time.Time // token name -> last denial audited
 	streams  streamCount // open event streams (sse.go)
 }
 

@@ -103,6 +103,32 @@ func (h *handler) auth(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// auditDenied records a request a named token was refused (its role or
+// queues did not cover it) in the audit trail, at most once a second per
+// token, so a token that may only read cannot fill the trail.
+func (h *handler) auditDenied(c echo.Context) {
+	p := who(c)
+	if p == localPrincipal || len(h.opts.Tokens) == 0 {
+		return
+	}
+	now := time.Now()
+	h.deniedMu.Lock()
+	if h.denied == nil {
+		h.denied = map[string]time.Time{}
+	}
+	last, seen := h.denied[p.name]
+	if seen && now.Sub(last) < time.Second {
+		h.deniedMu.Unlock()
+		return
+	}
+	h.denied[p.name] = now
+	h.deniedMu.Unlock()
+	target := c.Request().Method + " " + c.Request().URL.Path
+	if err := h.svc.RecordDenied(c.Request().Context(), p.name, app.TruncateString(target, 200)); err != nil {
+		h.log.Warn().Err(err).Str("actor", p.name).Msg("audit of a denied request")
+	}
+}
+
 // forbidden answers a request the token's role does not cover, naming the missing scope.
 func forbidden(p *principal, need app.Role) error {
 	return newError(http.StatusForbidden, "forbidden", "token %q has role %s; this needs role %s", p.name, p.role, need)

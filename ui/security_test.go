@@ -326,6 +326,12 @@ func TestTokenRolesAndQueues(t *testing.T) {
 			t.Fatalf("audit lacks %s by boss: %s", action, audit)
 		}
 	}
+	// Refused attempts are in the trail too, under the token that tried.
+	for _, name := range []string{"viewer", "producer", "worker-a"} {
+		if !strings.Contains(audit, `"actor":"`+name+`","action":"auth.denied"`) {
+			t.Fatalf("audit lacks the denied attempts of %s: %s", name, audit)
+		}
+	}
 	if strings.Contains(audit, `"actor":"local"`) {
 		t.Fatalf("an action was audited as local with tokens set: %s", audit)
 	}
