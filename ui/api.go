@@ -604,15 +604,7 @@ func (h *handler) queues(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if p := who(c); p.restricted() {
-		kept := []app.QueueInfo{}
-		for _, q := range qs {
-			if p.allowsQueue(q.Name) {
-				kept = append(kept, q)
-			}
-		}
-		qs = kept
-	}
+	qs = inScope(who(c), qs, func(q app.QueueInfo) string { return q.Name })
 	return c.JSON(http.StatusOK, map[string]any{"queues": qs})
 }
 
@@ -779,15 +771,7 @@ func (h *handler) periodic(c echo.Context) error {
 		if out, err = h.opts.Scheduler.Status(c.Request().Context()); err != nil {
 			return err
 		}
-		if p := who(c); p.restricted() {
-			kept := []app.PeriodicStatus{}
-			for _, e := range out {
-				if p.allowsQueue(e.Queue) {
-					kept = append(kept, e)
-				}
-			}
-			out = kept
-		}
+		out = inScope(who(c), out, func(e app.PeriodicStatus) string { return e.Queue })
 	}
 	return c.JSON(http.StatusOK, map[string]any{"periodic": out})
 }

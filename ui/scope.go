@@ -86,19 +86,24 @@ func everyQueue(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// scopedStats keeps only the queues the token may see, and totals them again.
-func scopedStats(p *principal, st *app.Stats) {
+// inScope keeps the items of xs whose queue the token may see.
+func inScope[T any](p *principal, xs []T, queue func(T) string) []T {
 	if !p.restricted() {
-		return
+		return xs
 	}
-	var kept []app.QueueStats
-	for _, q := range st.Queues {
-		if p.allowsQueue(q.Queue) {
-			kept = append(kept, q)
+	kept := []T{}
+	for _, x := range xs {
+		if p.allowsQueue(queue(x)) {
+			kept = append(kept, x)
 		}
 	}
-	if kept == nil {
-		kept = []app.QueueStats{}
+	return kept
+}
+
+// scopedStats keeps only the queues the token may see, and totals them again.
+func scopedStats(p *principal, st *app.Stats) {
+	if p.restricted() {
+		st.Queues = inScope(p, st.Queues, func(q app.QueueStats) string { return q.Queue })
+		st.Total = app.TotalStats(st.Queues)
 	}
-	st.Queues, st.Total = kept, app.TotalStats(kept)
 }
