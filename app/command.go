@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,8 +25,13 @@ type CommandConfig struct {
 	Command []string
 	// Dir is the working directory. If empty, the worker's.
 	Dir string
-	// Env is added to the worker's environment (before the QUEUE_* variables).
+	// Env is set in the command's environment, over what PassEnv and the
+	// allowlist copied; the job's QUEUE_* variables win over it.
 	Env map[string]string
+	// PassEnv names further variables copied from the worker's own
+	// environment on purpose (e.g. AWS_REGION); unset ones are left out.
+	// A name that ValidatePassEnv refuses (QUEUE_*) fails every job.
+	PassEnv []string
 	// KillGrace is how long the process group has between SIGTERM and
 	// SIGKILL, and how long its output is read after it exits. If zero, 10s.
 	KillGrace time.Duration
@@ -41,10 +48,14 @@ const (
 	DefaultKillGrace = 10 * time.Second
 )
 
-// CommandHandler returns a Handler that runs cfg.Command for each job: the
-// payload on stdin; QUEUE_JOB_ID, QUEUE_JOB_KIND, QUEUE_QUEUE, QUEUE_ATTEMPT
-// and QUEUE_MAX_ATTEMPTS in the environment, added to the worker's and
-// cfg.Env. The command runs in its own process group.
+// CommandHandler returns a Handler that runs cfg.Command for each job, in a
+// process group of its own, with the payload on stdin. Its environment is
+// not the worker's: of that it gets only PATH (/usr/local/bin:/usr/bin:/bin
+// if unset), HOME, USER, LOGNAME, LANG, LC_*, TZ, TMPDIR and cfg.PassEnv;
+// then cfg.Env; then QUEUE_JOB_ID, QUEUE_JOB_KIND, QUEUE_QUEUE, QUEUE_ATTEMPT
+// and QUEUE_MAX_ATTEMPTS, which nothing overrides. So the worker's secrets
+// (QUEUE_TOKEN, a password in QUEUE_DB) never reach a job. The environment
+// is read once, here, not for each job.
 //
 // Exit 0 completes the job with stdout as its result: the JSON value if
 // stdout is JSON, else a JSON string of it; past 1 MiB the result is
@@ -61,18 +72,19 @@ func CommandHandler(cfg CommandConfig) Handler {
 	if grace <= 0 {
 		grace = DefaultKillGrace
 	}
-	extra := make([]string, 0, len(cfg.Env))
-	for k, v := range cfg.Env {
-		extra = append(extra, k+"="+v)
-	}
-	sort.Strings(extra)
+	base, envErr := commandEnv(os.Environ(), cfg.Env, cfg.PassEnv)
 	return func(ctx context.Context, job *Job) (any, error) {
 		if len(cfg.Command) == 0 || cfg.Command[0] == "" {
 			return nil, Permanent(errors.New("no command configured"))
 		}
+		if envErr != nil {
+			return nil, Permanent(envErr)
+		}
 		cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
 		cmd.Dir = cfg.Dir
-		cmd.Env = append(append(os.Environ(), extra...),
+		cmd.Env = make([]string, len(base), len(base)+len(jobEnv))
+		copy(cmd.Env, base)
+		cmd.Env = append(cmd.Env,
 			"QUEUE_JOB_ID="+strconv.FormatInt(job.ID, 10),
 			"QUEUE_JOB_KIND="+job.Kind,
 			"QUEUE_QUEUE="+job.Queue,
@@ -133,6 +145,77 @@ func CommandHandler(cfg CommandConfig) Handler {
 		return nil, fmt.Errorf("exit status %d%s", ws.ExitStatus(), stderr.describe())
 	}
 }
+
+// jobEnv are the variables CommandHandler sets for each job; nothing else
+// can set them.
+var jobEnv = []string{"QUEUE_JOB_ID", "QUEUE_JOB_KIND", "QUEUE_QUEUE", "QUEUE_ATTEMPT", "QUEUE_MAX_ATTEMPTS"}
+
+// defaultPath is the command's PATH when the worker has none.
+const defaultPath = "/usr/local/bin:/usr/bin:/bin"
+
+// commandEnv is the environment a command starts from, before the job's
+// QUEUE_* variables: from environ (the worker's, as os.Environ gives it) only
+// PATH (defaultPath if unset), HOME, USER, LOGNAME, LANG, LC_*, TZ, TMPDIR and
+// the names in pass; then env, which overrides them. Nothing else of the
+// worker's environment is passed on, so its secrets (QUEUE_TOKEN, a password
+// in QUEUE_DB) never reach a job. The job's variables are left out of env,
+// since the job's own values win. The result is sorted by name. It returns
+// an error if a name in pass is refused by ValidatePassEnv.
+func commandEnv(environ []string, env map[string]string, pass []string) ([]string, error) {
+	for _, name := range pass {
+		if err := ValidatePassEnv(name); err != nil {
+			return nil, err
+		}
+	}
+	vars := make(map[string]string, 8+len(pass)+len(env))
+	for _, kv := range environ {
+		k, v, ok := strings.Cut(kv, "=")
+		if ok && (inheritable(k) || slices.Contains(pass, k)) {
+			vars[k] = v
+		}
+	}
+	if _, ok := vars["PATH"]; !ok {
+		vars["PATH"] = defaultPath
+	}
+	for k, v := range env {
+		vars[k] = v
+	}
+	for _, k := range jobEnv {
+		delete(vars, k)
+	}
+	out := make([]string, 0, len(vars))
+	for k, v := range vars {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// inheritable reports whether a command gets the worker's variable name
+// without asking for it.
+func inheritable(name string) bool {
+	switch name {
+	case "PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ", "TMPDIR":
+		return true
+	}
+	return strings.HasPrefix(name, "LC_")
+}
+
+// ValidatePassEnv checks a name to copy from the worker's environment into
+// a command's: letters, digits and '_', not starting with a digit, and not
+// QUEUE_*: those are the queue's own settings and secrets (QUEUE_TOKEN,
+// QUEUE_DB); give a job one on purpose as a configured variable instead.
+func ValidatePassEnv(name string) error {
+	if !envNameRE.MatchString(name) {
+		return fmt.Errorf("%q is not a variable name (letters, digits and '_', not starting with a digit)", name)
+	}
+	if strings.HasPrefix(name, "QUEUE_") {
+		return fmt.Errorf("%q: QUEUE_* variables are the queue's own settings and secrets and are never passed on; to give jobs such a value on purpose, set it with env in [[workers]] or --env of queue work", name)
+	}
+	return nil
+}
+
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // commandResult turns the start of stdout (total bytes in all) into a result.
 func commandResult(head []byte, total int64) json.RawMessage {

@@ -62,6 +62,97 @@ func TestCommandEnvironment(t *testing.T) {
 	}
 }
 
+// The command gets an allowlisted environment, never the worker's secrets
+// (QUEUE_TOKEN, QUEUE_DB, anything else not asked for).
+func TestCommandEnvironmentIsAllowlisted(t *testing.T) {
+	t.Setenv("QUEUE_TOKEN", "secret-token-0123456789")
+	t.Setenv("QUEUE_DB", "postgres://queue:hunter2@db/queue")
+	t.Setenv("SOME_SECRET", "s3cr3t")
+	t.Setenv("AWS_REGION", "eu-west-1")
+	t.Setenv("LC_TIME", "C")
+	t.Setenv("QUEUE_JOB_ID", "999") // the worker's own value never shadows the job's
+	res, err := CommandHandler(CommandConfig{
+		Command: []string{"env"},
+		Env:     map[string]string{"EXTRA": "x=1", "QUEUE_JOB_ID": "7", "QUEUE_ATTEMPT": "9"},
+		PassEnv: []string{"AWS_REGION", "NOT_SET_ANYWHERE"},
+	})(t.Context(), testJob("null"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out string
+	if err := json.Unmarshal(res.(json.RawMessage), &out); err != nil {
+		t.Fatalf("env printed %s: %v", res, err)
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		if _, dup := got[k]; dup {
+			t.Errorf("%s set twice", k)
+		}
+		got[k] = v
+	}
+	for _, k := range []string{"QUEUE_TOKEN", "QUEUE_DB", "SOME_SECRET", "NOT_SET_ANYWHERE"} {
+		if v, ok := got[k]; ok {
+			t.Errorf("the command sees %s=%s, want it unset", k, v)
+		}
+	}
+	for _, v := range []string{"secret-token-0123456789", "hunter2", "s3cr3t"} {
+		if strings.Contains(out, v) {
+			t.Errorf("a secret of the worker reached the command: %q", v)
+		}
+	}
+	want := map[string]string{
+		"PATH": os.Getenv("PATH"), "LC_TIME": "C", "AWS_REGION": "eu-west-1", "EXTRA": "x=1",
+		"QUEUE_JOB_ID": "42", "QUEUE_JOB_KIND": "k.v", "QUEUE_QUEUE": "q", "QUEUE_ATTEMPT": "2", "QUEUE_MAX_ATTEMPTS": "5",
+	}
+	if home, ok := os.LookupEnv("HOME"); ok {
+		want["HOME"] = home
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("the command sees %s=%q, want %q", k, got[k], v)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok && !inheritable(k) {
+			t.Errorf("the command sees %s, which is neither allowlisted nor configured", k)
+		}
+	}
+}
+
+func TestCommandEnvironmentDefaultPath(t *testing.T) {
+	t.Setenv("PATH", "")
+	os.Unsetenv("PATH") // t.Setenv restores it
+	res, err := CommandHandler(CommandConfig{Command: []string{"/bin/sh", "-c", `printf %s "$PATH"`}})(t.Context(), testJob("null"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(res.(json.RawMessage)), `"/usr/local/bin:/usr/bin:/bin"`; got != want {
+		t.Fatalf("PATH = %s, want %s", got, want)
+	}
+}
+
+func TestCommandPassEnvRefusesQueueVariables(t *testing.T) {
+	t.Setenv("QUEUE_TOKEN", "secret-token-0123456789")
+	for _, name := range []string{"QUEUE_TOKEN", "QUEUE_", "1X", "A-B", ""} {
+		if ValidatePassEnv(name) == nil {
+			t.Errorf("ValidatePassEnv(%q) = nil, want an error", name)
+		}
+	}
+	for _, name := range []string{"AWS_REGION", "_x", "queue_token", "QUEUEX"} {
+		if err := ValidatePassEnv(name); err != nil {
+			t.Errorf("ValidatePassEnv(%q) = %v, want nil", name, err)
+		}
+	}
+	res, err := CommandHandler(CommandConfig{
+		Command: []string{"env"}, PassEnv: []string{"QUEUE_TOKEN"},
+	})(t.Context(), testJob("null"))
+	var pe *PermanentError
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "QUEUE_TOKEN") {
+		t.Fatalf("PassEnv QUEUE_TOKEN: result %s, err = %v; want a PermanentError naming it", res, err)
+	}
+}
+
 func TestCommandExitStatuses(t *testing.T) {
 	_, err := runCommand(t, t.Context(), `echo bad input >&2; exit 65`, CommandConfig{})
 	var pe *PermanentError
