@@ -43,8 +43,8 @@ install: build ## Install the binary, unit and config under $(DESTDIR)$(PREFIX) 
 	install -D -m 0755 queue $(DESTDIR)$(PREFIX)/bin/queue
 	install -D -m 0644 packaging/queue.service $(DESTDIR)/etc/systemd/system/queue.service
 	sed -i 's|/usr/bin/queue|$(PREFIX)/bin/queue|' $(DESTDIR)/etc/systemd/system/queue.service
-	test -e $(DESTDIR)/etc/queue/queue.toml || install -D -m 0644 packaging/queue.toml $(DESTDIR)/etc/queue/queue.toml
-	test -e $(DESTDIR)/etc/default/queue || install -D -m 0644 packaging/queue.env.sample $(DESTDIR)/etc/default/queue
+	test -e $(DESTDIR)/etc/queue/queue.toml || install -D -m 0600 packaging/queue.toml $(DESTDIR)/etc/queue/queue.toml
+	test -e $(DESTDIR)/etc/default/queue || install -D -m 0600 packaging/queue.env.sample $(DESTDIR)/etc/default/queue
 	@echo "installed; now: systemctl daemon-reload && systemctl enable --now queue"
 
 clean: ## Remove build output
