@@ -74,6 +74,10 @@ var (
 	ErrFilterRequired = errors.New("filter required")
 	// ErrUnavailable: the store cannot be reached or is shutting down.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrTooManyWaiters: a long poll (a claim or get with a wait) would
+	// begin while the server holds server.max_waiters of them; try again
+	// shortly. It matches ErrUnavailable too.
+	ErrTooManyWaiters = fmt.Errorf("%w: too many requests waiting", ErrUnavailable)
 	// ErrOnceHeld: another run holds the once-record and its claim is live.
 	ErrOnceHeld = errors.New("once key held by another run")
 )

@@ -52,7 +52,7 @@ type localBackend struct{ svc *Service }
 const localWorker = "worker"
 
 func (b *localBackend) Claim(ctx context.Context, queue string, in ClaimInput) ([]*Job, error) {
-	return b.svc.Claim(ctx, queue, in)
+	return b.svc.claim(ctx, queue, in, false) // the workers of the config are not clients to cap
 }
 
 func (b *localBackend) Heartbeat(ctx context.Context, id, lease int64, extend time.Duration) (*Lease, error) {

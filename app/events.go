@@ -167,25 +167,53 @@ func (s *Subscription) closeLocked() {
 
 // Notifier wakes claimers waiting on a queue. Stores call Notify after a
 // commit that makes work claimable; claimers take Wait's channel before
-// they look, so a wake-up between looking and waiting is never lost.
+// they look, so a wake-up between looking and waiting is never lost, and
+// call Leave when they stop waiting. It holds only queues someone waits on:
+// an entry goes at the Notify that closes its channel or when its last
+// waiter leaves, so waits on ever new queue names do not pile up.
 type Notifier struct {
 	mu sync.Mutex
-	ch map[string]chan struct{}
+	ch map[string]wakeEntry
+}
+
+// wakeEntry is the channel of one queue and how many waiters hold it.
+type wakeEntry struct {
+	c       chan struct{}
+	waiters int
 }
 
 // NewNotifier returns a Notifier with no waiters.
-func NewNotifier() *Notifier { return &Notifier{ch: map[string]chan struct{}{}} }
+func NewNotifier() *Notifier { return &Notifier{ch: map[string]wakeEntry{}} }
 
-// Wait returns a channel closed at the next Notify of queue.
+// Wait returns a channel closed at the next Notify of queue. Every call
+// makes the caller a waiter on queue until that Notify or its Leave.
 func (n *Notifier) Wait(queue string) <-chan struct{} {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	c, ok := n.ch[queue]
+	e, ok := n.ch[queue]
 	if !ok {
-		c = make(chan struct{})
-		n.ch[queue] = c
+		e.c = make(chan struct{})
 	}
-	return c
+	e.waiters++
+	n.ch[queue] = e
+	return e.c
+}
+
+// Leave ends one wait on queue that Wait answered with c; call it once per
+// Wait. The last waiter to leave takes the entry with it. A c that a
+// Notify closed already is no longer held, so leaving it does nothing.
+func (n *Notifier) Leave(queue string, c <-chan struct{}) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	e, ok := n.ch[queue]
+	if !ok || e.c != c {
+		return
+	}
+	if e.waiters--; e.waiters <= 0 {
+		delete(n.ch, queue)
+		return
+	}
+	n.ch[queue] = e
 }
 
 // Notify wakes everyone waiting on each of queues.
@@ -193,11 +221,29 @@ func (n *Notifier) Notify(queues ...string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, q := range queues {
-		if c, ok := n.ch[q]; ok {
-			close(c)
+		if e, ok := n.ch[q]; ok {
+			close(e.c)
 			delete(n.ch, q)
 		}
 	}
+}
+
+// NotifyAll wakes everyone waiting on any queue (after a lost connection
+// to the other nodes, say, when a Notify may have been missed).
+func (n *Notifier) NotifyAll() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for q, e := range n.ch {
+		close(e.c)
+		delete(n.ch, q)
+	}
+}
+
+// len is how many queues have waiters (tests).
+func (n *Notifier) len() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.ch)
 }
 
 // Clock tells the time. Everything in the queue reads time through one

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -18,7 +19,8 @@ import (
 // in-process Go worker. It validates input, applies the per-queue policy of
 // the Config, waits (long-poll claims, submit-and-wait), and runs bulk
 // actions in bounded batches. It keeps no state of its own beyond the
-// Store, so several servers may share one database.
+// Store and a count of the waits in progress, so several servers may share
+// one database.
 type Service struct {
 	Store  Store
 	Config *Config
@@ -28,7 +30,39 @@ type Service struct {
 
 	stopOnce sync.Once
 	stop     chan struct{}
+	waiters  atomic.Int64 // long polls waiting now (see holdWait)
 }
+
+// DefaultMaxWaiters caps the long polls of a server when
+// Config.Server.MaxWaiters is zero.
+const DefaultMaxWaiters = 1024
+
+// Waiting reports how many long polls (claims and gets with a wait) are
+// waiting now, server-wide.
+func (s *Service) Waiting() int { return int(s.waiters.Load()) }
+
+// holdWait takes one of the server's Config.Server.MaxWaiters long-poll
+// places for a wait about to begin, or returns ErrTooManyWaiters when all
+// are taken. Whoever took one gives it back with releaseWait. Each wait
+// holds a subscription or a wake-up entry and a connection; the cap keeps
+// clients from holding them without bound.
+func (s *Service) holdWait() error {
+	limit := int64(s.Config.Server.MaxWaiters)
+	if limit <= 0 {
+		limit = DefaultMaxWaiters
+	}
+	for {
+		n := s.waiters.Load()
+		if n >= limit {
+			return ErrTooManyWaiters
+		}
+		if s.waiters.CompareAndSwap(n, n+1) {
+			return nil
+		}
+	}
+}
+
+func (s *Service) releaseWait() { s.waiters.Add(-1) }
 
 // NewService returns a Service over store. A nil cfg means the defaults;
 // clock and bus must be the ones the store was opened with.
@@ -77,11 +111,19 @@ func (s *Service) Submit(ctx context.Context, ins []SubmitInput) ([]Submitted, e
 
 // Get returns job id as the API shows it: from the jobs table, or in its
 // dead-letter form. A positive wait holds the answer until the job is
-// terminal (done, cancelled or dead-lettered) or wait passes.
+// terminal (done, cancelled or dead-lettered) or wait passes; a wait that
+// would begin while the server holds Config.Server.MaxWaiters of them
+// returns ErrTooManyWaiters instead.
 func (s *Service) Get(ctx context.Context, id int64, wait time.Duration, events bool) (*Job, error) {
 	if wait > MaxWait {
 		return nil, Invalid("wait", "wait is at most %s", MaxWait)
 	}
+	held := false
+	defer func() {
+		if held {
+			s.releaseWait()
+		}
+	}()
 	var sub *Subscription
 	if wait > 0 {
 		sub = s.Bus.Subscribe(64, func(e *Event) bool { return e.JobID == id })
@@ -106,6 +148,12 @@ func (s *Service) Get(ctx context.Context, id int64, wait time.Duration, events 
 				job.Events = Timeline(job, recorded)
 			}
 			return job, nil
+		}
+		if !held {
+			if err := s.holdWait(); err != nil {
+				return nil, err
+			}
+			held = true
 		}
 		t := time.NewTimer(min(left, time.Second)) // the second: a change made by another node
 		select {
@@ -251,7 +299,16 @@ type ClaimInput struct {
 // Claim hands out up to in.Limit jobs of queue. With a wait it holds the
 // answer until a job lands (woken by the store at once, never by polling
 // for submissions) or the wait ends, then answers what it has (maybe none).
+// A claim that finds nothing and would wait while the server holds
+// Config.Server.MaxWaiters waits already returns ErrTooManyWaiters.
 func (s *Service) Claim(ctx context.Context, queue string, in ClaimInput) ([]*Job, error) {
+	return s.claim(ctx, queue, in, true)
+}
+
+// claim is Claim; capped says whether its wait counts against
+// Config.Server.MaxWaiters. The in-process workers' waits do not: their
+// number is set by the config, not by clients.
+func (s *Service) claim(ctx context.Context, queue string, in ClaimInput, capped bool) ([]*Job, error) {
 	if err := ValidateQueue(queue); err != nil {
 		return nil, Invalid("queue", "%v", err)
 	}
@@ -292,16 +349,34 @@ func (s *Service) Claim(ctx context.Context, queue string, in ClaimInput) ([]*Jo
 	if q.Rate > 0 {
 		recheck = min(recheck, time.Duration(float64(time.Second)/q.Rate))
 	}
+	held := false
+	defer func() {
+		if held {
+			s.releaseWait()
+		}
+	}()
 	deadline := time.Now().Add(wait)
 	for {
-		wake := s.Store.Wake(queue)
+		var wake <-chan struct{}
+		if wait > 0 {
+			wake = s.Store.Wake(queue) // before looking: a job landing in between still wakes us
+		}
 		jobs, err := s.Store.Claim(ctx, req)
 		if err != nil || len(jobs) > 0 {
+			s.unwake(queue, wake)
 			return jobs, err
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
+			s.unwake(queue, wake)
 			return []*Job{}, nil
+		}
+		if capped && !held {
+			if err := s.holdWait(); err != nil {
+				s.unwake(queue, wake)
+				return nil, err
+			}
+			held = true
 		}
 		t := time.NewTimer(min(left, recheck))
 		select {
@@ -311,9 +386,18 @@ func (s *Service) Claim(ctx context.Context, queue string, in ClaimInput) ([]*Jo
 			deadline = time.Now()
 		case <-ctx.Done():
 			t.Stop()
+			s.unwake(queue, wake)
 			return []*Job{}, nil // the claimer left; nothing was handed out
 		}
 		t.Stop()
+		s.unwake(queue, wake)
+	}
+}
+
+// unwake lets go of a channel Store.Wake gave (if any).
+func (s *Service) unwake(queue string, c <-chan struct{}) {
+	if c != nil {
+		s.Store.Unwake(queue, c)
 	}
 }
 

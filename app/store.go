@@ -119,6 +119,10 @@ type Store interface {
 	// (a submission, a retry, a resume). Take it before claiming, so nothing
 	// that lands in between is missed.
 	Wake(queue string) <-chan struct{}
+	// Unwake lets go of c, a channel Wake(queue) returned, when its caller
+	// stops waiting; call it once per Wake. The store forgets a queue when
+	// its last waiter leaves, so waits on new names do not pile up.
+	Unwake(queue string, c <-chan struct{})
 	// Ping reports whether the store can be reached.
 	Ping(ctx context.Context) error
 	// Close releases the store; it waits for writes in flight.

@@ -842,6 +842,9 @@ func (s *Store) Ping(ctx context.Context) error {
 // Wake implements app.Store.
 func (s *Store) Wake(queue string) <-chan struct{} { return s.notify.Wait(queue) }
 
+// Unwake implements app.Store.
+func (s *Store) Unwake(queue string, c <-chan struct{}) { s.notify.Leave(queue, c) }
+
 // Close implements app.Store.
 func (s *Store) Close() error {
 	s.mu.Lock()

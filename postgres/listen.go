@@ -58,12 +58,7 @@ func (s *Store) listen(conn *pgx.Conn) {
 		}
 		conn, backoff = c, 100*time.Millisecond
 		s.log.Info().Str("channel", s.channel).Msg("wake-up listener reconnected")
-		var queues []string
-		s.waiting.Range(func(k, _ any) bool {
-			queues = append(queues, k.(string))
-			return true
-		})
-		s.notify.Notify(queues...)
+		s.notify.NotifyAll() // what was sent while it was away is lost: everyone looks again
 	}
 }
 

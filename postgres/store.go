@@ -66,8 +66,7 @@ type Store struct {
 	schema  string          // the schema the tables live in
 	channel string          // the NOTIFY channel of this schema
 
-	known   sync.Map // queue name -> true once it has a row in queues
-	waiting sync.Map // queue name -> true once someone waited on it (woken after a listener outage)
+	known sync.Map // queue name -> true once it has a row in queues
 
 	pendingMu sync.Mutex
 	pending   map[string]struct{} // queues to NOTIFY about (see notifier)
@@ -325,10 +324,10 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Wake implements app.Store: the channel closes at the next commit, on any
 // node, that may make work of queue claimable.
-func (s *Store) Wake(queue string) <-chan struct{} {
-	s.waiting.Store(queue, true)
-	return s.notify.Wait(queue)
-}
+func (s *Store) Wake(queue string) <-chan struct{} { return s.notify.Wait(queue) }
+
+// Unwake implements app.Store.
+func (s *Store) Unwake(queue string, c <-chan struct{}) { s.notify.Leave(queue, c) }
 
 // ownConnConfig is the configuration of a connection of the store's own
 // (outside the pool), named in pg_stat_activity as role and schema, e.g.

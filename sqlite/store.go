@@ -395,6 +395,9 @@ func (s *Store) Ping(ctx context.Context) error {
 // Wake implements app.Store.
 func (s *Store) Wake(queue string) <-chan struct{} { return s.notify.Wait(queue) }
 
+// Unwake implements app.Store.
+func (s *Store) Unwake(queue string, c <-chan struct{}) { s.notify.Leave(queue, c) }
+
 // DB returns the read pool, for doctor and backup.
 func (s *Store) DB() *sql.DB { return s.rdb }
 

@@ -59,6 +59,8 @@ func toAPIError(err error) (*apiError, bool) {
 		return newError(http.StatusTooManyRequests, "queue_full", "%s", lastPart(err)), true
 	case errors.Is(err, app.ErrFilterRequired):
 		return newError(http.StatusBadRequest, "filter_required", "a bulk action needs at least one of queue, kind, tag (or reason, older_than), or \"allow_all\": true"), true
+	case errors.Is(err, app.ErrTooManyWaiters):
+		return newError(http.StatusServiceUnavailable, "unavailable", "the server holds as many waiting requests as it allows (server.max_waiters); try again shortly"), true
 	case errors.Is(err, app.ErrUnavailable):
 		return newError(http.StatusServiceUnavailable, "unavailable", "the store is unavailable; try again shortly"), true
 	case errors.As(err, &he):
