@@ -111,11 +111,11 @@ func (h *handler) errorHandler(err error, c echo.Context) {
 	if !known || ae.Status >= 500 {
 		h.log.Error().Err(err).Str("method", c.Request().Method).Str("path", c.Request().URL.Path).Msg("request failed")
 	}
-	if ae.Status == http.StatusTooManyRequests {
+	if (ae.Status == http.StatusTooManyRequests || ae.Status == http.StatusServiceUnavailable) && c.Response().Header().Get("Retry-After") == "" {
 		c.Response().Header().Set("Retry-After", "1")
 	}
-	if ae.Status == http.StatusServiceUnavailable {
-		c.Response().Header().Set("Retry-After", "1")
+	if ae.Status == http.StatusForbidden && ae.Code == "forbidden" {
+		h.auditDenied(c)
 	}
 	if !isAPI(c) && h.pages != nil {
 		h.pages.errorPage(c, ae)
