@@ -3,8 +3,11 @@ package ui
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,17 +19,38 @@ import (
 
 // Metrics is what /metrics shows: lifecycle counters by queue and kind
 // (fed by the event bus as changes commit), queue depth and age gauges (read
-// from the store at scrape time), wait and run duration histograms, and the
-// size and duration of store write transactions.
+// from the store at scrape time), wait and run duration histograms, the
+// size and duration of store write transactions, and refused credentials.
+// Queue and kind labels are bounded (see MaxQueueLabels).
 type Metrics struct {
 	reg       *prometheus.Registry
+	labels    *labels
 	counters  map[string]*prometheus.CounterVec // by event type
 	failed    *prometheus.CounterVec
 	wait      *prometheus.HistogramVec
 	run       *prometheus.HistogramVec
 	txSeconds prometheus.Histogram
 	txBatch   prometheus.Histogram
+	authLogin prometheus.Counter
+	authToken prometheus.Counter
 }
+
+// Label caps. Every queue and (queue, kind) that the config names
+// ([queues.X], [[workers]], [[periodic]], the queues of [[tokens]], and
+// the default queue) has series of its own, and so do the first others
+// seen, up to these numbers; the rest share the label value OtherLabel.
+// Queue and kind names come from clients, so without the caps anyone who
+// may submit could grow /metrics, and the server's memory, without bound.
+const (
+	MaxQueueLabels = 64  // queues with a label of their own beyond the configured ones
+	MaxKindLabels  = 512 // (queue, kind) pairs with a kind label of their own beyond the configured ones
+)
+
+// OtherLabel is the label value of what is beyond the caps: the jobs of a
+// queue without a label of its own count as queue "other", kind "other";
+// a kind without one, in a queue with one, as that queue and kind "other".
+// A queue really named "other" shares its series with them.
+const OtherLabel = "other"
 
 // eventCounters names the counter of each event type: queue_jobs_<name>_total.
 var eventCounters = map[string]string{
@@ -44,9 +68,16 @@ var eventCounters = map[string]string{
 // NewMetrics registers the queue's metrics (and Go and process metrics) and
 // subscribes them to svc's event bus.
 func NewMetrics(svc *app.Service) *Metrics {
+	auth := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "queue_http_auth_failures_total",
+		Help: "Refused credentials: reason login (the UI's login form) or token (a 401 for a missing or wrong token).",
+	}, []string{"reason"})
 	m := &Metrics{
-		reg:      prometheus.NewRegistry(),
-		counters: map[string]*prometheus.CounterVec{},
+		reg:       prometheus.NewRegistry(),
+		labels:    newLabels(svc.Config),
+		counters:  map[string]*prometheus.CounterVec{},
+		authLogin: auth.WithLabelValues("login"),
+		authToken: auth.WithLabelValues("token"),
 		failed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queue_jobs_failed_total",
 			Help: "Failed attempts (retried or dead-lettered) by queue and kind.",
@@ -80,9 +111,9 @@ func NewMetrics(svc *app.Service) *Metrics {
 		m.counters[typ] = c
 		m.reg.MustRegister(c)
 	}
-	m.reg.MustRegister(m.failed, m.wait, m.run, m.txSeconds, m.txBatch,
+	m.reg.MustRegister(m.failed, m.wait, m.run, m.txSeconds, m.txBatch, auth,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&depthCollector{svc: svc})
+		&depthCollector{svc: svc, labels: m.labels})
 	svc.Bus.Observe(m.observe)
 	return m
 }
@@ -92,26 +123,41 @@ func (m *Metrics) observe(e *app.Event) {
 	if !ok {
 		return
 	}
-	c.WithLabelValues(e.Queue, e.Kind).Inc()
+	queue, kind := m.labels.pair(e.Queue, e.Kind)
+	c.WithLabelValues(queue, kind).Inc()
 	switch e.Type {
 	case app.EventRetryScheduled, app.EventDeadLettered:
 		if !strings.Contains(string(e.Data), app.ReasonAdminMove) { // an operator's move is not a failure
-			m.failed.WithLabelValues(e.Queue, e.Kind).Inc()
+			m.failed.WithLabelValues(queue, kind).Inc()
 		}
 	case app.EventStarted:
 		var d struct {
 			WaitMS int64 `json:"wait_ms"`
 		}
 		if json.Unmarshal(e.Data, &d) == nil {
-			m.wait.WithLabelValues(e.Queue).Observe(float64(d.WaitMS) / 1000)
+			m.wait.WithLabelValues(queue).Observe(float64(d.WaitMS) / 1000)
 		}
 	case app.EventSucceeded:
 		var d struct {
 			DurationMS int64 `json:"duration_ms"`
 		}
 		if json.Unmarshal(e.Data, &d) == nil {
-			m.run.WithLabelValues(e.Queue, e.Kind).Observe(float64(d.DurationMS) / 1000)
+			m.run.WithLabelValues(queue, kind).Observe(float64(d.DurationMS) / 1000)
 		}
+	}
+}
+
+// AuthFailed counts a refused credential in queue_http_auth_failures_total:
+// reason "login" for a failed login on the UI's form, "token" for a 401
+// (a missing or wrong token). Any other reason counts as "token", so the
+// label has two values. A nil *Metrics counts nothing.
+func (m *Metrics) AuthFailed(reason string) {
+	switch {
+	case m == nil:
+	case reason == "login":
+		m.authLogin.Inc()
+	default:
+		m.authToken.Inc()
 	}
 }
 
@@ -126,9 +172,120 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
+// labels folds queue and kind names into bounded label values: the
+// configured ones and the first MaxQueueLabels queues and MaxKindLabels
+// (queue, kind) pairs seen keep their names, the rest are OtherLabel. Every
+// event passes through pair, so reading takes no lock: the sets are
+// replaced, never changed, when a name is let in, which happens at most
+// MaxQueueLabels+MaxKindLabels times.
+type labels struct {
+	mu  sync.Mutex // taken to let a name in
+	set atomic.Pointer[labelSet]
+}
+
+// labelSet is the names with labels of their own at one time. Never changed once stored.
+type labelSet struct {
+	queues map[string]bool
+	pairs  map[queueKind]bool
+	queued int // queues let in beyond the configured ones
+	paired int // pairs let in beyond the configured ones
+}
+
+type queueKind struct{ queue, kind string }
+
+// newLabels gives a label of its own to every queue and pair cfg names.
+func newLabels(cfg *app.Config) *labels {
+	s := &labelSet{queues: map[string]bool{app.DefaultQueue: true}, pairs: map[queueKind]bool{}}
+	if cfg != nil {
+		for q := range cfg.Queues {
+			s.queues[q] = true
+		}
+		for _, t := range cfg.Tokens {
+			for _, q := range t.Queues {
+				s.queues[q] = true
+			}
+		}
+		for _, w := range cfg.Workers {
+			s.queues[w.Queue] = true
+			for _, k := range w.Kinds {
+				s.pairs[queueKind{w.Queue, k}] = true
+			}
+		}
+		for _, p := range cfg.Periodic {
+			s.queues[p.Queue] = true
+			s.pairs[queueKind{p.Queue, p.Kind}] = true
+		}
+	}
+	l := &labels{}
+	l.set.Store(s)
+	return l
+}
+
+// pair returns the queue and kind labels of an event of kind in queue.
+func (l *labels) pair(queue, kind string) (string, string) {
+	key := queueKind{queue, kind}
+	s := l.set.Load()
+	switch {
+	case s.pairs[key]:
+		return queue, kind
+	case !l.own(queue):
+		return OtherLabel, OtherLabel
+	case s.paired >= MaxKindLabels:
+		return queue, OtherLabel
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s = l.set.Load()
+	switch {
+	case s.pairs[key]:
+	case s.paired < MaxKindLabels:
+		n := *s
+		n.pairs = maps.Clone(s.pairs)
+		n.pairs[key] = true
+		n.paired++
+		l.set.Store(&n)
+	default:
+		return queue, OtherLabel
+	}
+	return queue, kind
+}
+
+// queue returns the label of queue.
+func (l *labels) queue(queue string) string {
+	if l.own(queue) {
+		return queue
+	}
+	return OtherLabel
+}
+
+// own reports whether queue has a label of its own, letting it in while
+// there are places.
+func (l *labels) own(queue string) bool {
+	if s := l.set.Load(); s.queues[queue] || s.queued >= MaxQueueLabels {
+		return s.queues[queue]
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.set.Load()
+	if !s.queues[queue] && s.queued < MaxQueueLabels {
+		n := *s
+		n.queues = maps.Clone(s.queues)
+		n.queues[queue] = true
+		n.queued++
+		l.set.Store(&n)
+		return true
+	}
+	return s.queues[queue]
+}
+
 // depthCollector reads queue depths from the store at scrape time, so the
-// gauges are always the stored truth (and agree with /api/stats).
-type depthCollector struct{ svc *app.Service }
+// gauges are always the stored truth (and agree with /api/stats). Queues
+// beyond the label cap are summed into queue "other" (the oldest age: the
+// largest).
+type depthCollector struct {
+	svc    *app.Service
+	labels *labels
+}
 
 var (
 	depthDesc  = prometheus.NewDesc("queue_jobs", "Jobs by queue and status (queued = claimable now; dead_letter = rows in the DLQ).", []string{"queue", "status"}, nil)
@@ -153,7 +310,20 @@ func (d *depthCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, 1)
+	rows := make([]app.QueueStats, 0, min(len(st), 2*MaxQueueLabels))
+	at := map[string]int{} // label -> index in rows
 	for _, q := range st {
+		label := d.labels.queue(q.Queue)
+		if i, ok := at[label]; ok { // "other": the sum (a queue named other too)
+			rows[i] = app.TotalStats([]app.QueueStats{rows[i], q})
+			rows[i].Queue = label
+			continue
+		}
+		at[label] = len(rows)
+		q.Queue = label
+		rows = append(rows, q)
+	}
+	for _, q := range rows {
 		for status, n := range map[string]int64{"queued": q.Queued, "scheduled": q.Scheduled, "processing": q.Processing,
 			"done": q.Done, "cancelled": q.Cancelled, "dead_letter": q.DeadLetter} {
 			ch <- prometheus.MustNewConstMetric(depthDesc, prometheus.GaugeValue, float64(n), q.Queue, status)
