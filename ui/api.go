@@ -77,7 +77,7 @@ type handler struct {
 	failures failures
 	deniedMu sync.Mutex
 	denied   map[string]time.Time // token name -> last denial audited
-	streams  streamCount // open event streams (sse.go)
+	streams  streamCount          // open event streams (sse.go)
 }
 
 // New returns the HTTP handler of the API and the pages.
