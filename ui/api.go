@@ -715,7 +715,7 @@ func (h *handler) bulk(action string) echo.HandlerFunc {
 			return err
 		}
 		if p := who(c); p.restricted() && in.Queue == "" {
-			return newError(http.StatusForbidden, "forbidden", "token %q is limited to queues %s: name one with \"queue\"", p.name, strings.Join(p.queues, ", "))
+			return denied("token %q is limited to queues %s: name one with \"queue\"", p.name, strings.Join(p.queues, ", "))
 		}
 		if err := checkQueue(c, in.Queue); err != nil && in.Queue != "" {
 			return err

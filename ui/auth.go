@@ -94,7 +94,7 @@ func (h *handler) auth(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		c.Set(principalKey, p)
 		if !isAPI(c) && p.restricted() && c.Path() != "/logout" {
-			return newError(http.StatusForbidden, "forbidden", "token %q is limited to queues %s; the web UI needs a token without a queue list", p.name, strings.Join(p.queues, ", "))
+			return denied("token %q is limited to queues %s; the web UI needs a token without a queue list", p.name, strings.Join(p.queues, ", "))
 		}
 		if need := routeRole(c); !p.allows(need) {
 			return forbidden(p, need)
@@ -129,9 +129,19 @@ func (h *handler) auditDenied(c echo.Context) {
 	}
 }
 
+// denial is a request refused for its token's role or queues: a 403
+// forbidden that the error handler also writes to the audit trail.
+type denial struct{ *apiError }
+
+func (d *denial) Unwrap() error { return d.apiError }
+
+func denied(format string, args ...any) error {
+	return &denial{newError(http.StatusForbidden, "forbidden", format, args...)}
+}
+
 // forbidden answers a request the token's role does not cover, naming the missing scope.
 func forbidden(p *principal, need app.Role) error {
-	return newError(http.StatusForbidden, "forbidden", "token %q has role %s; this needs role %s", p.name, p.role, need)
+	return denied("token %q has role %s; this needs role %s", p.name, p.role, need)
 }
 
 // authFailed counts a refused credential: in /metrics, and per address for

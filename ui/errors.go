@@ -101,6 +101,12 @@ func fromEchoError(he *echo.HTTPError) *apiError {
 	return newError(http.StatusServiceUnavailable, "unavailable", "%s", msg)
 }
 
+// busyError is a 503 for a cap a client reached (event streams): expected
+// under load and sent by clients at will, so not logged as a failure.
+type busyError struct{ *apiError }
+
+func (b *busyError) Unwrap() error { return b.apiError }
+
 // errorHandler is echo's HTTPErrorHandler: every error leaves as JSON (API)
 // or as a plain page (UI), and a 500's detail stays in the log.
 func (h *handler) errorHandler(err error, c echo.Context) {
@@ -108,13 +114,15 @@ func (h *handler) errorHandler(err error, c echo.Context) {
 		return
 	}
 	ae, known := toAPIError(err)
-	if !known || ae.Status >= 500 {
+	var busy *busyError
+	if (!known || ae.Status >= 500) && !errors.Is(err, app.ErrTooManyWaiters) && !errors.As(err, &busy) {
 		h.log.Error().Err(err).Str("method", c.Request().Method).Str("path", c.Request().URL.Path).Msg("request failed")
 	}
 	if (ae.Status == http.StatusTooManyRequests || ae.Status == http.StatusServiceUnavailable) && c.Response().Header().Get("Retry-After") == "" {
 		c.Response().Header().Set("Retry-After", "1")
 	}
-	if ae.Status == http.StatusForbidden && ae.Code == "forbidden" {
+	var d *denial
+	if errors.As(err, &d) {
 		h.auditDenied(c)
 	}
 	if !isAPI(c) && h.pages != nil {

@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -24,7 +23,7 @@ func checkQueue(c echo.Context, q string) error {
 	if p.allowsQueue(q) {
 		return nil
 	}
-	return newError(http.StatusForbidden, "forbidden", "token %q may not touch queue %q (its queues: %s)", p.name, clip(q), strings.Join(p.queues, ", "))
+	return denied("token %q may not touch queue %q (its queues: %s)", p.name, clip(q), strings.Join(p.queues, ", "))
 }
 
 // checkJob refuses job id to a token that may not touch its queue. A token
@@ -63,7 +62,7 @@ func scopedQueueParam(next echo.HandlerFunc) echo.HandlerFunc {
 		q := c.QueryParam("queue")
 		if q == "" {
 			if len(p.queues) != 1 {
-				return newError(http.StatusForbidden, "forbidden", "token %q is limited to queues %s: name one with ?queue=", p.name, strings.Join(p.queues, ", "))
+				return denied("token %q is limited to queues %s: name one with ?queue=", p.name, strings.Join(p.queues, ", "))
 			}
 			c.QueryParams().Set("queue", p.queues[0])
 			return next(c)
@@ -80,7 +79,7 @@ func scopedQueueParam(next echo.HandlerFunc) echo.HandlerFunc {
 func everyQueue(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if p := who(c); p.restricted() {
-			return newError(http.StatusForbidden, "forbidden", "token %q is limited to queues %s; this answer spans every queue", p.name, strings.Join(p.queues, ", "))
+			return denied("token %q is limited to queues %s; this answer spans every queue", p.name, strings.Join(p.queues, ", "))
 		}
 		return next(c)
 	}

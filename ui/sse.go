@@ -59,7 +59,7 @@ func (h *handler) events(c echo.Context) error {
 		}
 	}
 	if !h.streams.enter(h.opts.MaxStreams) {
-		return newError(http.StatusServiceUnavailable, "unavailable", "the server holds as many event streams as it allows (server.max_streams); try again shortly")
+		return &busyError{newError(http.StatusServiceUnavailable, "unavailable", "the server holds as many event streams as it allows (server.max_streams); try again shortly")}
 	}
 	defer h.streams.leave()
 	sub := h.svc.Bus.Subscribe(4096, func(e *app.Event) bool {
