@@ -382,6 +382,13 @@ func testPausedQueueHandsOutNothing(e *env) {
 			e.t.Fatalf("paused queue handed out %d jobs of kinds %v (%v)", len(got), kinds, err)
 		}
 	}
+	// nor under a concurrency or rate limit (PostgreSQL claims those on a path of its own)
+	for _, lim := range []app.ClaimRequest{{Concurrency: 5}, {Rate: 100}, {Concurrency: 5, Rate: 100, Burst: 5}} {
+		lim.Queue, lim.Limit = "p", 5
+		if got, err := e.s.Claim(e.ctx, lim); err != nil || len(got) != 0 {
+			e.t.Fatalf("paused queue handed out %d jobs under limits %+v (%v)", len(got), lim, err)
+		}
+	}
 	e.submitOne("p", "k") // submissions still land
 	if n, _ := e.s.CountJobs(e.ctx, app.JobFilter{Queue: "p"}); n != 2 {
 		e.t.Fatalf("paused queue holds %d jobs, want 2", n)

@@ -128,6 +128,9 @@ func Run(t *testing.T, open Opener) {
 		"SchedulerCatchesUpOnceAfterRestart":     testSchedulerCatchesUpOnceAfterRestart,
 		"ServiceClaimLongPollWakesOnSubmit":      testServiceClaimLongPollWakesOnSubmit,
 		"ServiceGetWaitReturnsWhenJobIsTerminal": testServiceGetWaitReturnsWhenJobIsTerminal,
+		"ServiceBackoffIsJitteredPerQueue":       testServiceBackoffIsJitteredPerQueue,
+		"ServiceMaxQueuedIsWired":                testServiceMaxQueuedIsWired,
+		"MaintainerTickRecoversAndExpires":       testMaintainerTickRecoversAndExpires,
 	}
 	names := make([]string, 0, len(cases))
 	for n := range cases {

@@ -1,0 +1,118 @@
+package storetest
+
+import (
+	"errors"
+	"time"
+
+	"github.com/queuehq/queue/app"
+)
+
+// The cases here pin how the Service and the Maintainer hand the config's
+// policy to a store: each broke unnoticed by the store-level cases when the
+// wiring was cut on purpose (backoff without jitter, per-queue backoff
+// ignored, max_queued not passed, the maintainer's backoff not used).
+
+func ptr[T any](v T) *T { return &v }
+
+// svcSubmit submits n jobs of queue through svc and claims them all.
+func (e *env) svcClaimed(svc *app.Service, queue string, n int, mods ...func(*app.SubmitInput)) []*app.Job {
+	e.t.Helper()
+	ins := make([]app.SubmitInput, n)
+	for i := range ins {
+		ins[i] = app.SubmitInput{Queue: queue, Kind: "k", MaxAttempts: ptr(5)}
+		for _, m := range mods {
+			m(&ins[i])
+		}
+	}
+	if _, err := svc.Submit(e.ctx, ins); err != nil {
+		e.t.Fatalf("submit to %s: %v", queue, err)
+	}
+	jobs, err := svc.Claim(e.ctx, queue, app.ClaimInput{WorkerID: "w", Limit: n})
+	if err != nil || len(jobs) != n {
+		e.t.Fatalf("claim %d of %s: %d jobs, %v", n, queue, len(jobs), err)
+	}
+	return jobs
+}
+
+// Backoff after a failure is the queue's own (backoff_base, backoff_max),
+// doubling per attempt up to the max, with ±20% jitter: the delays of a
+// batch failed at the same instant spread over the band.
+func testServiceBackoffIsJitteredPerQueue(e *env) {
+	cfg := app.DefaultConfig()
+	cfg.Queues["slow"] = app.QueueConfig{BackoffBase: app.Duration(10 * time.Second), BackoffMax: app.Duration(11 * time.Second)}
+	svc := e.service(cfg)
+	failAll := func(queue string, jobs []*app.Job, lo, hi time.Duration) []*app.Job {
+		e.t.Helper()
+		delays := map[time.Duration]bool{}
+		for _, j := range jobs {
+			if _, err := svc.Fail(e.ctx, j.ID, app.FailInput{Lease: j.Lease, Error: "x"}); err != nil {
+				e.t.Fatal(err)
+			}
+			d := e.get(j.ID).RunAt.Sub(e.clock.Now())
+			if d < lo || d > hi {
+				e.t.Fatalf("%s attempt %d: backoff %v, want %v..%v", queue, j.Attempts, d, lo, hi)
+			}
+			delays[d] = true
+		}
+		if len(delays) < len(jobs)/2 {
+			e.t.Fatalf("%s: %d failures at one instant got only %d distinct delays: no jitter", queue, len(jobs), len(delays))
+		}
+		return jobs
+	}
+	const n = 16
+	failAll("slow", e.svcClaimed(svc, "slow", n), 8*time.Second, 12*time.Second)               // base 10s
+	failAll("fast", e.svcClaimed(svc, "fast", n), 800*time.Millisecond, 1200*time.Millisecond) // default base 1s
+	e.clock.Advance(time.Minute)
+	again, err := svc.Claim(e.ctx, "slow", app.ClaimInput{WorkerID: "w", Limit: n})
+	if err != nil || len(again) != n {
+		e.t.Fatalf("second claim of slow: %d, %v", len(again), err)
+	}
+	failAll("slow", again, 8800*time.Millisecond, 13200*time.Millisecond) // 20s capped at max 11s
+}
+
+// The Service passes each queue's max_queued to the store.
+func testServiceMaxQueuedIsWired(e *env) {
+	cfg := app.DefaultConfig()
+	cfg.Queues["capped"] = app.QueueConfig{MaxQueued: 2}
+	svc := e.service(cfg)
+	for i := 0; i < 2; i++ {
+		if _, err := svc.Submit(e.ctx, []app.SubmitInput{{Queue: "capped", Kind: "k"}}); err != nil {
+			e.t.Fatalf("submit %d: %v", i, err)
+		}
+	}
+	if _, err := svc.Submit(e.ctx, []app.SubmitInput{{Queue: "capped", Kind: "k"}}); !errors.Is(err, app.ErrQueueFull) {
+		e.t.Fatalf("third submit to a queue of max_queued 2: %v, want ErrQueueFull", err)
+	}
+	if _, err := svc.Submit(e.ctx, []app.SubmitInput{{Queue: "other", Kind: "k"}}); err != nil {
+		e.t.Fatalf("another queue is not capped: %v", err)
+	}
+	if n, _ := e.s.CountJobs(e.ctx, app.JobFilter{Queue: "capped"}); n != 2 {
+		e.t.Fatalf("capped holds %d jobs, want 2", n)
+	}
+}
+
+// One Maintainer tick recovers an expired lease with the queue's backoff
+// and expires a job past its TTL.
+func testMaintainerTickRecoversAndExpires(e *env) {
+	cfg := app.DefaultConfig()
+	cfg.Queues["m"] = app.QueueConfig{BackoffBase: app.Duration(30 * time.Second)}
+	svc := e.service(cfg)
+	lost := e.svcClaimed(svc, "m", 1, func(in *app.SubmitInput) { in.Timeout = ptr(app.Duration(5 * time.Second)) })[0]
+	res, err := svc.Submit(e.ctx, []app.SubmitInput{{Queue: "m", Kind: "ttl", TTL: ptr(app.Duration(10 * time.Second)), Delay: ptr(app.Duration(time.Minute))}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ttl := res[0].Job
+	e.clock.Advance(11 * time.Second)
+	if err := (&app.Maintainer{Service: svc}).Tick(e.ctx); err != nil {
+		e.t.Fatal(err)
+	}
+	got := e.get(lost.ID)
+	d := got.RunAt.Sub(e.clock.Now())
+	if got.Status != app.StatusQueued || len(got.Errors) != 1 || d < 24*time.Second || d > 36*time.Second {
+		e.t.Fatalf("after a tick the lost job is %s with %d errors and backoff %v, want queued, 1 error, 24s..36s (the queue's base)", got.Status, len(got.Errors), d)
+	}
+	if got := e.get(ttl.ID); got.Status != app.StatusCancelled || got.CancelReason != "expired" {
+		e.t.Fatalf("after a tick the expired job is %s (%q), want cancelled (expired)", got.Status, got.CancelReason)
+	}
+}
