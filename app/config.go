@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -331,14 +334,44 @@ func (c *Config) validate(parse ScheduleParser) error {
 			return err
 		}
 	}
+	if err := c.Server.validateHTTP(); err != nil {
+		return err
+	}
 	seen := map[string]bool{}
-	for i, t := range c.Tokens {
+	for i := range c.Tokens {
+		t := &c.Tokens[i]
 		key := fmt.Sprintf("tokens[%d]", i)
 		if t.Name == "" || !nameRE.MatchString(t.Name) {
 			return bad(key+".name", "a token needs a name of letters, digits, '_', '.', '-'")
 		}
-		if len(t.Token) < 16 {
-			return bad(key+".token", "token %q is too short (at least 16 characters; try `openssl rand -hex 24`)", t.Name)
+		switch {
+		case t.Token != "" && t.TokenFile != "":
+			return bad(key+".token_file", "token %q has both token and token_file: keep one (token_file keeps the secret out of this file)", t.Name)
+		case t.TokenFile != "":
+			path, err := c.tokenFilePath(t.TokenFile)
+			if err != nil {
+				return bad(key+".token_file", "token %q: %v", t.Name, err)
+			}
+			tok, err := ReadTokenFile(path)
+			if err != nil && errors.Is(err, os.ErrNotExist) && strings.Contains(t.TokenFile, "CREDENTIALS_DIRECTORY") {
+				return bad(key+".token_file", "token %q: %v; under systemd the unit needs LoadCredential=%s:/etc/queue/SOURCE-FILE", t.Name, err, filepath.Base(path))
+			}
+			if err != nil {
+				return bad(key+".token_file", "token %q: %v", t.Name, err)
+			}
+			t.Token, t.TokenFile = tok, path
+		case t.Token == "":
+			return bad(key+".token", "token %q needs token = \"...\" or token_file = \"...\" (make one with `openssl rand -hex 24`)", t.Name)
+		case len(t.Token) < MinTokenLength:
+			return bad(key+".token", "token %q is too short (at least 16 characters; try `openssl rand -hex 24`, or token_file)", t.Name)
+		}
+		if !t.Role.Valid() {
+			return bad(key+".role", "token %q: role %q is not read, submit, work or admin (each includes the ones before it; empty: admin)", t.Name, clip(string(t.Role)))
+		}
+		for _, q := range t.Queues {
+			if err := ValidateQueue(q); err != nil {
+				return bad(key+".queues", "token %q: %v", t.Name, err)
+			}
 		}
 		if seen[t.Name] {
 			return bad(key+".name", "token name %q used twice", t.Name)
@@ -438,6 +471,145 @@ func (c *Config) validate(parse ScheduleParser) error {
 		}
 	}
 	return nil
+}
+
+// MinTokenLength is the shortest token accepted (SPEC section 4).
+const MinTokenLength = 16
+
+// maxTokenFile caps what ReadTokenFile reads, so a wrong path (a log, a
+// device) fails fast instead of filling memory.
+const maxTokenFile = 4096
+
+// ReadTokenFile reads an API token from the file at path: the file holds
+// the token alone, surrounding whitespace (a trailing newline) is dropped,
+// and the token needs MinTokenLength characters. The errors name the file
+// and the fix, never the file's contents.
+func ReadTokenFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("%w (write the token to it, e.g. `openssl rand -hex 24 > %s && chmod 600 %s`, or fix the path)", err, path, path)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(b) > maxTokenFile {
+		return "", fmt.Errorf("%s is larger than %d bytes: a token file holds the token alone", path, maxTokenFile)
+	}
+	tok := strings.TrimSpace(string(b))
+	switch {
+	case tok == "":
+		return "", fmt.Errorf("%s is empty (write a token of at least %d characters to it: `openssl rand -hex 24 > %s`)", path, MinTokenLength, path)
+	case strings.ContainsAny(tok, "\r\n"):
+		return "", fmt.Errorf("%s holds more than one line: a token file holds the token alone", path)
+	case len(tok) < MinTokenLength:
+		return "", fmt.Errorf("the token in %s is too short (at least %d characters; try `openssl rand -hex 24 > %s`)", path, MinTokenLength, path)
+	}
+	return tok, nil
+}
+
+// tokenFilePath expands ${VAR} in a token_file (systemd sets
+// CREDENTIALS_DIRECTORY for a unit with LoadCredential=) and resolves a
+// relative path against the config file's folder.
+func (c *Config) tokenFilePath(p string) (string, error) {
+	var unset []string
+	path := os.Expand(p, func(name string) string {
+		v, ok := os.LookupEnv(name)
+		if !ok {
+			unset = append(unset, name)
+		}
+		return v
+	})
+	if len(unset) > 0 {
+		hint := ""
+		if unset[0] == "CREDENTIALS_DIRECTORY" {
+			hint = " (systemd sets it for a unit with LoadCredential=; outside systemd give the file's path)"
+		}
+		return "", fmt.Errorf("%q: $%s is not set%s", p, unset[0], hint)
+	}
+	if path == "" {
+		return "", fmt.Errorf("%q is empty after expanding variables", p)
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(filepath.Dir(c.Path), path)
+	}
+	return path, nil
+}
+
+// validateHTTP checks the keys the HTTP layer reads: allowed_hosts,
+// trusted_proxies, max_streams and max_waiters.
+func (s *ServerConfig) validateHTTP() error {
+	for _, h := range s.AllowedHosts {
+		if err := ValidateAllowedHost(h); err != nil {
+			return &ConfigError{Key: "server.allowed_hosts", Msg: err.Error()}
+		}
+	}
+	for _, p := range s.TrustedProxies {
+		if err := ValidateTrustedProxy(p); err != nil {
+			return &ConfigError{Key: "server.trusted_proxies", Msg: err.Error()}
+		}
+	}
+	if s.MaxStreams < 0 {
+		return &ConfigError{Key: "server.max_streams", Msg: "must not be negative (0 means the default, 256)"}
+	}
+	if s.MaxWaiters < 0 {
+		return &ConfigError{Key: "server.max_waiters", Msg: "must not be negative (0 means the default, 1024)"}
+	}
+	return nil
+}
+
+// hostLabelRE is one label of a host name. An underscore is allowed:
+// container and compose service names carry them.
+var hostLabelRE = regexp.MustCompile(`^[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$`)
+
+// ValidateAllowedHost checks one entry of server.allowed_hosts (or
+// --allowed-hosts): a host name ("queue.example.com"), an IP address
+// ("192.0.2.7", "2001:db8::7", without brackets), "*.example.com" (any
+// subdomain of example.com, not example.com itself) or "*" (any host).
+// An entry names a host only: the port of a request's Host is not
+// compared, so "host:port" is refused with a hint, as are a scheme and a path.
+func ValidateAllowedHost(h string) error {
+	switch {
+	case h == "*":
+		return nil
+	case h == "":
+		return errors.New(`an allowed host is empty (give a host name, an IP address, "*.example.com" or "*")`)
+	case strings.Contains(h, "://"):
+		return fmt.Errorf("allowed host %q: give the host name alone, without a scheme (%q)", clip(h), clip(h[strings.Index(h, "://")+3:]))
+	case strings.ContainsAny(h, "/?#"):
+		return fmt.Errorf("allowed host %q: give the host name alone, without a path", clip(h))
+	case strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]"):
+		return fmt.Errorf("allowed host %q: write an IPv6 address without brackets (%q)", clip(h), clip(h[1:len(h)-1]))
+	}
+	if net.ParseIP(h) != nil {
+		return nil
+	}
+	if host, _, err := net.SplitHostPort(h); err == nil {
+		return fmt.Errorf("allowed host %q: give the host without the port (%q); an allowed host is allowed on any port", clip(h), clip(host))
+	}
+	name := strings.TrimPrefix(h, "*.")
+	if len(name) > 253 {
+		return fmt.Errorf("allowed host %q is longer than 253 characters", clip(h))
+	}
+	for _, l := range strings.Split(name, ".") {
+		if !hostLabelRE.MatchString(l) {
+			return fmt.Errorf("allowed host %q is not a host name, an IP address, \"*.example.com\" or \"*\"", clip(h))
+		}
+	}
+	return nil
+}
+
+// ValidateTrustedProxy checks one entry of server.trusted_proxies: an IP
+// address ("10.0.0.5") or a CIDR range ("10.0.0.0/8", "fd00::/8").
+func ValidateTrustedProxy(p string) error {
+	if net.ParseIP(p) != nil {
+		return nil
+	}
+	if _, _, err := net.ParseCIDR(p); err == nil {
+		return nil
+	}
+	return fmt.Errorf("trusted proxy %q is not an IP address (10.0.0.5) or a CIDR range (10.0.0.0/8)", clip(p))
 }
 
 func (q *QueueConfig) validate(key string) error {

@@ -1,7 +1,11 @@
 package app_test
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -155,6 +159,151 @@ func TestParseDuration(t *testing.T) {
 	for _, in := range []string{"", "soon", "1e300", "5 seconds", "d"} {
 		if _, err := app.ParseDuration(in); err == nil {
 			t.Errorf("ParseDuration(%q) accepted", in)
+		}
+	}
+}
+
+// loadConfig writes text as queue.toml in dir and loads it.
+func loadConfig(t *testing.T, dir, text string) (*app.Config, error) {
+	t.Helper()
+	path := filepath.Join(dir, "queue.toml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return app.LoadConfig(path, parse)
+}
+
+// A token_file is read at load: an absolute path, a path relative to the
+// config file's folder, and ${VAR} expanded first (systemd's
+// CREDENTIALS_DIRECTORY); surrounding whitespace is dropped.
+func TestConfigTokenFile(t *testing.T) {
+	const secret = "s3cret-0123456789abcdef"
+	dir, creds := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(dir, "admin.token"), []byte(secret+"\n"), 0o600)
+	os.MkdirAll(filepath.Join(dir, "tokens"), 0o700)
+	os.WriteFile(filepath.Join(dir, "tokens", "ci"), []byte("  "+secret+"-ci \r\n"), 0o600)
+	os.WriteFile(filepath.Join(creds, "queue-admin-token"), []byte(secret+"-cred"), 0o600)
+	t.Setenv("CREDENTIALS_DIRECTORY", creds)
+	cfg, err := loadConfig(t, dir, fmt.Sprintf(`
+[[tokens]]
+name = "abs"
+token_file = %q
+
+[[tokens]]
+name = "rel"
+token_file = "tokens/ci"
+role = "work"
+queues = ["email", "mail.eu"]
+
+[[tokens]]
+name = "cred"
+token_file = "${CREDENTIALS_DIRECTORY}/queue-admin-token"
+role = "read"
+`, filepath.Join(dir, "admin.token")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{secret, secret + "-ci", secret + "-cred"} {
+		if got := cfg.Tokens[i].Token; got != want {
+			t.Errorf("tokens[%d].Token = %q, want %q", i, got, want)
+		}
+	}
+	if got, want := cfg.Tokens[2].TokenFile, filepath.Join(creds, "queue-admin-token"); got != want {
+		t.Errorf("tokens[2].TokenFile = %q, want the expanded path %q", got, want)
+	}
+	if r := cfg.Tokens[1]; r.Role != app.RoleWork || !r.AllowsQueue("mail.eu") || r.AllowsQueue("other") {
+		t.Errorf("tokens[1] = role %q queues %v", r.Role, r.Queues)
+	}
+}
+
+// A token_file that cannot be used stops the load with the key, the line
+// and the fix, and never shows the secret.
+func TestConfigTokenFileErrors(t *testing.T) {
+	const secret = "0123456789ab" // 12 characters: too short
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "short"), []byte(secret+"\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "empty"), []byte("\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "two"), []byte("0123456789abcdef0123\nsecond-line-0123456789\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "big"), bytes.Repeat([]byte("a"), 5000), 0o600)
+	t.Setenv("CREDENTIALS_DIRECTORY", "") // restored after the test
+	os.Unsetenv("CREDENTIALS_DIRECTORY")
+	for _, tc := range []struct{ name, entry, want string }{
+		{"missing", `token_file = "nope"`, "nope: no such file or directory"},
+		{"missing credential", `token_file = "${CREDENTIALS_DIRECTORY}/x"`, "$CREDENTIALS_DIRECTORY is not set (systemd sets it for a unit with LoadCredential="},
+		{"short", `token_file = "short"`, "is too short (at least 16 characters"},
+		{"empty", `token_file = "empty"`, "empty is empty"},
+		{"two lines", `token_file = "two"`, "more than one line"},
+		{"too large", `token_file = "big"`, "larger than 4096 bytes"},
+		{"a folder", `token_file = "."`, "is a directory"},
+		{"both", `token = "0123456789abcdef0"` + "\n" + `token_file = "short"`, "has both token and token_file: keep one"},
+		{"neither", `role = "read"`, `needs token = "..." or token_file`},
+	} {
+		_, err := loadConfig(t, dir, "[[tokens]]\nname = \"ops\"\n"+tc.entry+"\n")
+		var ce *app.ConfigError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(ce.Key, "tokens[0].token") || ce.Line == 0 {
+			t.Errorf("%s: %v, want a ConfigError at tokens[0].token* with a line saying %q", tc.name, err, tc.want)
+			continue
+		}
+		for _, s := range []string{secret, "0123456789abcdef"} {
+			if strings.Contains(err.Error(), s) {
+				t.Errorf("%s: the error shows the secret: %v", tc.name, err)
+			}
+		}
+	}
+	os.Setenv("CREDENTIALS_DIRECTORY", dir)
+	_, err := loadConfig(t, dir, "[[tokens]]\nname = \"ops\"\ntoken_file = \"${CREDENTIALS_DIRECTORY}/queue-admin-token\"\n")
+	if err == nil || !strings.Contains(err.Error(), "the unit needs LoadCredential=queue-admin-token:") {
+		t.Errorf("missing credential: %v, want the LoadCredential= hint", err)
+	}
+}
+
+// role, queues, allowed_hosts, trusted_proxies, max_streams and
+// max_waiters: what each accepts and refuses.
+func TestConfigAuthAndHTTPKeys(t *testing.T) {
+	const tok = "[[tokens]]\nname = \"t\"\ntoken = \"0123456789abcdef\"\n"
+	for _, text := range []string{
+		tok + `role = "read"`, tok + `role = "submit"`, tok + `role = "work"`, tok + `role = "admin"`, tok + `role = ""`,
+		tok + `queues = ["email", "mail.eu", "a_b-c"]`, tok + `queues = []`,
+		"[server]\nallowed_hosts = [\"queue.example.com\", \"*.example.com\", \"*\", \"localhost\", \"192.0.2.7\", \"2001:db8::7\", \"queue_1\"]",
+		"[server]\ntrusted_proxies = [\"10.0.0.5\", \"10.0.0.0/8\", \"fd00::/8\", \"::1\"]",
+		"[server]\nmax_streams = 0\nmax_waiters = 0", "[server]\nmax_streams = 10\nmax_waiters = 5000",
+	} {
+		if _, err := app.ParseConfig("queue.toml", []byte(text), parse); err != nil {
+			t.Errorf("%q: %v", text, err)
+		}
+	}
+	for _, tc := range []struct{ text, want string }{
+		{tok + `role = "owner"`, `tokens[0].role: token "t": role "owner" is not read, submit, work or admin`},
+		{tok + `role = "Admin"`, "is not read, submit, work or admin"},
+		{tok + `queues = ["a b"]`, "tokens[0].queues: token \"t\": queue name \"a b\""},
+		{tok + `queues = [""]`, "tokens[0].queues"},
+		{"[server]\nallowed_hosts = [\"queue.example.com:8080\"]", `server.allowed_hosts: allowed host "queue.example.com:8080": give the host without the port ("queue.example.com")`},
+		{"[server]\nallowed_hosts = [\"[::1]:8080\"]", "without the port"},
+		{"[server]\nallowed_hosts = [\"[::1]\"]", "without brackets"},
+		{"[server]\nallowed_hosts = [\"https://queue.example.com\"]", `without a scheme ("queue.example.com")`},
+		{"[server]\nallowed_hosts = [\"queue.example.com/ui\"]", "without a path"},
+		{"[server]\nallowed_hosts = [\"\"]", "an allowed host is empty"},
+		{"[server]\nallowed_hosts = [\"a.*.com\"]", "is not a host name"},
+		{"[server]\nallowed_hosts = [\"*example.com\"]", "is not a host name"},
+		{"[server]\nallowed_hosts = [\"-bad.example.com\"]", "is not a host name"},
+		{"[server]\nallowed_hosts = [\"a..b\"]", "is not a host name"},
+		{"[server]\ntrusted_proxies = [\"10.0.0.0/33\"]", `server.trusted_proxies: trusted proxy "10.0.0.0/33" is not an IP address`},
+		{"[server]\ntrusted_proxies = [\"proxy.local\"]", "is not an IP address"},
+		{"[server]\ntrusted_proxies = [\"10.0.0.1-10.0.0.9\"]", "CIDR range"},
+		{"[server]\ntrusted_proxies = [\"fe80::1%eth0\"]", "is not an IP address"},
+		{"[server]\nallowed_hosts = [\"fe80::1%eth0\"]", "is not a host name"},
+		{"[server]\nmax_streams = -1", "server.max_streams: must not be negative"},
+		{"[server]\nmax_waiters = -1", "server.max_waiters: must not be negative"},
+	} {
+		_, err := app.ParseConfig("queue.toml", []byte(tc.text), parse)
+		var ce *app.ConfigError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) || ce.Line == 0 {
+			t.Errorf("%q: %v, want a ConfigError with a line saying %q", tc.text, err, tc.want)
+		}
+	}
+	for _, h := range []string{"queue.example.com", "*.example.com", "*", "192.0.2.7"} {
+		if err := app.ValidateAllowedHost(h); err != nil {
+			t.Errorf("ValidateAllowedHost(%q) = %v", h, err)
 		}
 	}
 }

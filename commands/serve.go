@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/BurntSushi/toml"
 	"github.com/robfig/cron/v3"
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
@@ -34,6 +35,8 @@ func serveCommand(b Build) *cli.Command {
 			&cli.StringFlag{Name: "config", Usage: "config file (TOML)", EnvVars: []string{"QUEUE_CONFIG"}},
 			&cli.StringFlag{Name: "sync", Value: "full", Usage: "SQLite durability: full (survives power loss) or normal (faster; the last commits may be lost on power loss)", EnvVars: []string{"QUEUE_SYNC"}},
 			&cli.StringFlag{Name: "token", Usage: "API token required on every request (named \"default\" in the audit trail)", EnvVars: []string{"QUEUE_TOKEN"}},
+			&cli.StringFlag{Name: "token-file", Usage: "file holding the \"default\" token instead of --token, e.g. a systemd credential: ${CREDENTIALS_DIRECTORY}/NAME", EnvVars: []string{"QUEUE_TOKEN_FILE"}},
+			&cli.StringSliceFlag{Name: "allowed-hosts", Usage: "Host names requests may carry besides this machine's, comma-separated, added to allowed_hosts of the config (*.example.com: any subdomain)", EnvVars: []string{"QUEUE_ALLOWED_HOSTS"}},
 			&cli.BoolFlag{Name: "insecure", Usage: "allow a non-loopback address without a token", EnvVars: []string{"QUEUE_INSECURE"}},
 			&cli.StringFlag{Name: "log-format", Usage: "console or json (default: console on a terminal, json otherwise)", EnvVars: []string{"QUEUE_LOG_FORMAT"}},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: []string{"QUEUE_LOG_LEVEL"}},
@@ -90,11 +93,28 @@ func serveConfig(c *cli.Context) (*app.Config, error) {
 	if cfg.Server.DB == "" {
 		cfg.Server.DB = stateDB()
 	}
+	if c.String("token") != "" && c.String("token-file") != "" {
+		return nil, usagef("--token and --token-file (or QUEUE_TOKEN and QUEUE_TOKEN_FILE) both give the default token: keep one, --token-file keeps the secret out of the environment")
+	}
 	if t := c.String("token"); t != "" {
-		if len(t) < 16 {
+		if len(t) < app.MinTokenLength {
 			return nil, usagef("--token is too short (at least 16 characters; try `openssl rand -hex 24`)")
 		}
 		cfg.Tokens = append(cfg.Tokens, app.TokenConfig{Name: "default", Token: t})
+	}
+	if f := c.String("token-file"); f != "" {
+		path := os.ExpandEnv(f) // ${CREDENTIALS_DIRECTORY}/NAME, as token_file in the config
+		t, err := app.ReadTokenFile(path)
+		if err != nil {
+			return nil, usagef("--token-file: %v", err)
+		}
+		cfg.Tokens = append(cfg.Tokens, app.TokenConfig{Name: "default", Token: t, TokenFile: path})
+	}
+	for _, h := range c.StringSlice("allowed-hosts") { // split at commas and trimmed by cli
+		if err := app.ValidateAllowedHost(h); err != nil {
+			return nil, usagef("--allowed-hosts: %v", err)
+		}
+		cfg.Server.AllowedHosts = append(cfg.Server.AllowedHosts, h)
 	}
 	switch strings.ToLower(cfg.Server.Sync) {
 	case "full", "normal":
@@ -110,6 +130,34 @@ func serveConfig(c *cli.Context) (*app.Config, error) {
 		return nil, usagef("--log-level %q: want debug, info, warn or error", cfg.Server.LogLevel)
 	}
 	return cfg, nil
+}
+
+// warnReadableTokens warns when the config file at path holds a token
+// inline (token = "...") and its mode lets group or others read it.
+func warnReadableTokens(log zerolog.Logger, path string) {
+	if path == "" {
+		return
+	}
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm()&0o044 == 0 {
+		return
+	}
+	var f struct {
+		Tokens []struct {
+			Token string `toml:"token"`
+		} `toml:"tokens"`
+	}
+	if _, err := toml.DecodeFile(path, &f); err != nil {
+		return // LoadConfig read it; nothing to add
+	}
+	for _, t := range f.Tokens {
+		if t.Token != "" {
+			log.Warn().Str("path", path).Str("mode", fmt.Sprintf("%#o", st.Mode().Perm())).
+				Str("fix", "chmod 600 "+path+", or move the tokens to token_file").
+				Msg("config file holding tokens is readable by others")
+			return
+		}
+	}
 }
 
 // ParseSchedule parses a robfig/cron spec (5 fields, or @every/@daily...) in loc.
@@ -163,6 +211,7 @@ func serve(c *cli.Context, b Build) error {
 		return err
 	}
 	log := newLogger(c.App.ErrWriter, cfg.Server.LogFormat, cfg.Server.LogLevel)
+	warnReadableTokens(log, cfg.Path)
 	if !loopback(cfg.Server.Addr) && len(cfg.Tokens) == 0 && !cfg.Server.Insecure {
 		return usagef("refusing to listen on %s without a token: anyone who reaches it could run and delete jobs; "+
 			"set --token (or QUEUE_TOKEN, or [[tokens]] in the config), listen on 127.0.0.1, or pass --insecure", cfg.Server.Addr)
