@@ -250,7 +250,7 @@ func serve(c *cli.Context, b Build) error {
 			PublicHealth: cfg.Server.PublicHealth, PublicMetrics: cfg.Server.PublicMetrics,
 			MaxBodyBytes: cfg.Server.MaxBodyBytes, Metrics: metrics.Handler(), Scheduler: sched, Version: b.Version,
 			ListenAddr: ln.Addr().String(), AllowedHosts: cfg.Server.AllowedHosts,
-			TrustedProxies: cfg.Server.TrustedProxies, MaxStreams: cfg.Server.MaxStreams,
+			TrustedProxies: cfg.Server.TrustedProxies, MaxStreams: cfg.Server.MaxStreams, AuthFailed: metrics.AuthFailed,
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       60 * time.Second,
