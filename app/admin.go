@@ -73,6 +73,30 @@ func validateFilter(queue, kind, tag, reason string) error {
 }
 
 // GetDead returns dead-letter row id.
+// CountDead counts the dead-letter rows that match a list's filters.
+func (s *Service) CountDead(ctx context.Context, in DeadListInput) (int, error) {
+	if err := validateFilter(in.Queue, in.Kind, in.Tag, in.Reason); err != nil {
+		return 0, err
+	}
+	return s.Store.CountDead(ctx, DeadFilter{Queue: in.Queue, Kind: in.Kind, Tag: in.Tag, Reason: in.Reason})
+}
+
+// DeadByIDs returns the dead-letter rows of ids that exist (at most 1,000).
+func (s *Service) DeadByIDs(ctx context.Context, ids []int64) ([]*DeadJob, error) {
+	if len(ids) > 1000 {
+		return nil, Invalid("id", "at most 1000 rows at once")
+	}
+	return s.Store.ListDead(ctx, DeadFilter{IDs: ids, Limit: len(ids)})
+}
+
+// Throughput counts completed and failed attempts per queue and minute since.
+func (s *Service) Throughput(ctx context.Context, since time.Time) ([]MinuteCount, error) {
+	return s.Store.Throughput(ctx, since)
+}
+
+// Ping reports whether the store answers (readiness).
+func (s *Service) Ping(ctx context.Context) error { return s.Store.Ping(ctx) }
+
 func (s *Service) GetDead(ctx context.Context, id int64) (*DeadJob, error) {
 	_, dead, err := s.Store.Lookup(ctx, id)
 	if err != nil {

@@ -115,8 +115,8 @@ func (s *Service) Submit(ctx context.Context, ins []SubmitInput) ([]Submitted, e
 // would begin while the server holds Config.Server.MaxWaiters of them
 // returns ErrTooManyWaiters instead.
 func (s *Service) Get(ctx context.Context, id int64, wait time.Duration, events bool) (*Job, error) {
-	if wait > MaxWait {
-		return nil, Invalid("wait", "wait is at most %s", MaxWait)
+	if wait < 0 || wait > MaxWait {
+		return nil, Invalid("wait", "wait must be between 0s and 60s")
 	}
 	held := false
 	defer func() {

@@ -256,7 +256,7 @@ func (h *handler) healthz(c echo.Context) error {
 }
 
 func (h *handler) readyz(c echo.Context) error {
-	if err := h.svc.Store.Ping(c.Request().Context()); err != nil {
+	if err := h.svc.Ping(c.Request().Context()); err != nil {
 		h.log.Warn().Err(err).Msg("not ready")
 		return newError(http.StatusServiceUnavailable, "unavailable", "the store is not reachable")
 	}
@@ -348,9 +348,6 @@ func (h *handler) getJob(c echo.Context) error {
 	wait, err := queryDuration(c, "wait")
 	if err != nil {
 		return err
-	}
-	if wait < 0 || wait > app.MaxWait {
-		return app.Invalid("wait", "wait must be between 0s and 60s")
 	}
 	events, err := queryBool(c, "events")
 	if err != nil {

@@ -304,11 +304,12 @@ func (d *depthCollector) Describe(ch chan<- *prometheus.Desc) {
 func (d *depthCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	st, err := d.svc.Store.Stats(ctx)
+	all, err := d.svc.Stats(ctx)
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, 0)
 		return
 	}
+	st := all.Queues
 	ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, 1)
 	rows := make([]app.QueueStats, 0, min(len(st), 2*MaxQueueLabels))
 	at := map[string]int{} // label -> index in rows

@@ -89,7 +89,7 @@ func (p *pages) deadList(c echo.Context) error {
 			if page.NextCursor != "" {
 				v.NextURL = p.deadURL(f, v.Order, limit, page.NextCursor)
 			}
-			v.Count, err = p.svc.Store.CountDead(ctx, app.DeadFilter{Queue: f.Queue, Kind: f.Kind, Tag: f.Tag, Reason: f.Reason})
+			v.Count, err = p.svc.CountDead(ctx, app.DeadListInput{Queue: f.Queue, Kind: f.Kind, Tag: f.Tag, Reason: f.Reason})
 		}
 	}
 	if err != nil {
@@ -258,7 +258,7 @@ func (p *pages) deadConfirm(c echo.Context) error {
 		if len(ids) == 0 {
 			return p.done(c, back, flash{Kind: "error", Text: "Select at least one row first, or use the buttons for all matching rows."})
 		}
-		rows, err := p.svc.Store.ListDead(ctx, app.DeadFilter{IDs: ids, Limit: len(ids)})
+		rows, err := p.svc.DeadByIDs(ctx, ids)
 		if err != nil {
 			return err
 		}
@@ -331,7 +331,7 @@ func (p *pages) bulkSelected(c echo.Context, op string, form url.Values, back st
 	if len(ids) == 0 {
 		return p.done(c, back, flash{Kind: "error", Text: "Select at least one row first."})
 	}
-	rows, err := p.svc.Store.ListDead(ctx, app.DeadFilter{IDs: ids, Limit: len(ids)})
+	rows, err := p.svc.DeadByIDs(ctx, ids)
 	if err != nil {
 		return err
 	}

@@ -49,7 +49,7 @@ func (p *pages) dashboard(c echo.Context) error {
 	go func() { defer wg.Done(); queues, errQ = p.svc.Queues(ctx) }()
 	go func() {
 		defer wg.Done()
-		counts, errT = p.svc.Store.Throughput(ctx, now.UTC().Truncate(time.Minute).Add(-(chartMinutes-1)*time.Minute))
+		counts, errT = p.svc.Throughput(ctx, now.UTC().Truncate(time.Minute).Add(-(chartMinutes-1)*time.Minute))
 	}()
 	wg.Wait()
 	if err := errors.Join(errS, errQ, errT); err != nil {
