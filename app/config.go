@@ -179,6 +179,9 @@ type WorkerConfig struct {
 	Timeout     Duration          `toml:"timeout"`     // default: each job's timeout
 	Dir         string            `toml:"dir"`
 	Env         map[string]string `toml:"env"`
+	// PassEnv names variables of serve's environment the command gets too
+	// (e.g. AWS_REGION); never QUEUE_*. See CommandConfig.PassEnv.
+	PassEnv []string `toml:"pass_env"`
 	// KillGrace is how long a process has between SIGTERM and SIGKILL; default 10s.
 	KillGrace Duration `toml:"kill_grace"`
 }
@@ -468,6 +471,11 @@ func (c *Config) validate(parse ScheduleParser) error {
 		}
 		if w.Timeout < 0 || w.KillGrace < 0 {
 			return bad(key+".timeout", "must be positive")
+		}
+		for _, name := range w.PassEnv {
+			if err := ValidatePassEnv(name); err != nil {
+				return bad(key+".pass_env", "%v", err)
+			}
 		}
 	}
 	return nil

@@ -307,3 +307,30 @@ func TestConfigAuthAndHTTPKeys(t *testing.T) {
 		}
 	}
 }
+
+// pass_env names variables of serve's environment; QUEUE_* (the token, the
+// database DSN) are refused with the key and its line.
+func TestConfigWorkerPassEnv(t *testing.T) {
+	const head = "[[workers]]\nqueue = \"q\"\ncommand = [\"env\"]\n"
+	cfg, err := app.ParseConfig("queue.toml", []byte(head+"env = { A = \"1\" }\npass_env = [\"AWS_REGION\", \"_X1\"]\n"), parse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Workers[0].PassEnv; len(got) != 2 || got[0] != "AWS_REGION" || got[1] != "_X1" {
+		t.Fatalf("PassEnv = %q, want [AWS_REGION _X1]", got)
+	}
+	for _, tc := range []struct{ passEnv, want string }{
+		{`["QUEUE_TOKEN"]`, `"QUEUE_TOKEN": QUEUE_* variables`},
+		{`["AWS_REGION", "QUEUE_DB"]`, `"QUEUE_DB"`},
+		{`["1X"]`, "not a variable name"},
+		{`["A-B"]`, "not a variable name"},
+		{`["A=B"]`, "not a variable name"},
+		{`[""]`, "not a variable name"},
+	} {
+		_, err := app.ParseConfig("queue.toml", []byte(head+"\npass_env = "+tc.passEnv+"\n"), parse)
+		var ce *app.ConfigError
+		if !errors.As(err, &ce) || ce.Key != "workers[0].pass_env" || ce.Line != 5 || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("pass_env = %s: err %v, want a ConfigError at workers[0].pass_env, line 5, with %q", tc.passEnv, err, tc.want)
+		}
+	}
+}

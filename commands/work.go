@@ -20,15 +20,18 @@ func workCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "work",
 		Usage: "run a command for each job of a queue, pulling over HTTP",
-		UsageText: "queue work --server URL --queue Q [--kind K]... [--concurrency N] [--token T] [--grace 30s] [--timeout D] [--kill-grace D] -- COMMAND ARGS...\n\n" +
+		UsageText: "queue work --server URL --queue Q [--kind K]... [--concurrency N] [--token T] [--grace 30s] [--timeout D] [--kill-grace D] [--env KEY=VALUE]... [--pass-env NAME]... -- COMMAND ARGS...\n\n" +
 			"Each job runs COMMAND (no shell: write `sh -c '...'` for one) with the payload on stdin and QUEUE_JOB_ID,\n" +
-			"QUEUE_JOB_KIND, QUEUE_QUEUE, QUEUE_ATTEMPT, QUEUE_MAX_ATTEMPTS in its environment. Exit 0 completes the job\n" +
-			"with stdout as its result (JSON if it parses); exit 65 fails it for good (dead-letter queue); any other exit,\n" +
-			"a signal or the timeout fails it with a retry. SIGTERM/SIGINT: stop claiming, let running jobs finish within\n" +
-			"--grace, then stop them and give their jobs back to run again elsewhere.\n\n" +
+			"QUEUE_JOB_KIND, QUEUE_QUEUE, QUEUE_ATTEMPT, QUEUE_MAX_ATTEMPTS in its environment. Of this process's environment\n" +
+			"it gets only PATH, HOME, USER, LOGNAME, LANG, LC_*, TZ, TMPDIR and the --pass-env names, never the token or\n" +
+			"any other QUEUE_* variable; --env sets more. Exit 0 completes the job with stdout as its result (JSON if it\n" +
+			"parses); exit 65 fails it for good (dead-letter queue); any other exit, a signal or the timeout fails it with\n" +
+			"a retry. SIGTERM/SIGINT: stop claiming, let running jobs finish within --grace, then stop them and give their\n" +
+			"jobs back to run again elsewhere.\n\n" +
 			"Examples:\n" +
 			"  queue work --queue emails -- ./send-email.sh\n" +
 			"  queue work --server http://queue.internal:8080 --token $TOKEN --queue reports --kind report.build --concurrency 4 -- python3 build.py\n" +
+			"  queue work --queue uploads --pass-env AWS_REGION --env BUCKET=uploads -- ./upload.sh\n" +
 			"  queue work --queue default -- sh -c 'cat >/dev/null; echo \"{\\\"ok\\\":true}\"'",
 		Flags: withFlags(serverFlags(), []cli.Flag{
 			&cli.StringFlag{Name: "queue", Value: app.DefaultQueue, Usage: "queue to work", EnvVars: []string{"QUEUE_QUEUE"}},
@@ -38,7 +41,8 @@ func workCommand() *cli.Command {
 			&cli.DurationFlag{Name: "timeout", Usage: "stop a run after this long (default: each job's timeout)", EnvVars: []string{"QUEUE_WORK_TIMEOUT"}},
 			&cli.DurationFlag{Name: "kill-grace", Value: app.DefaultKillGrace, Usage: "time between SIGTERM and SIGKILL to a run's process group", EnvVars: []string{"QUEUE_KILL_GRACE"}},
 			&cli.StringFlag{Name: "dir", Usage: "working directory of the command (default: this one)", EnvVars: []string{"QUEUE_WORK_DIR"}},
-			&cli.StringSliceFlag{Name: "env", Usage: "KEY=VALUE added to the command's environment (repeatable)", EnvVars: []string{"QUEUE_WORK_ENV"}},
+			&cli.StringSliceFlag{Name: "env", Usage: "KEY=VALUE set in the command's environment (repeatable)", EnvVars: []string{"QUEUE_WORK_ENV"}},
+			&cli.StringSliceFlag{Name: "pass-env", Usage: "NAME of a variable of this environment the command gets too, e.g. AWS_REGION (repeatable; not QUEUE_*)", EnvVars: []string{"QUEUE_WORK_PASS_ENV"}},
 			&cli.StringFlag{Name: "worker-id", Usage: "name shown on the jobs this worker holds (default: host:pid)", EnvVars: []string{"QUEUE_WORKER_ID"}},
 			&cli.DurationFlag{Name: "poll-wait", Value: 30 * time.Second, Usage: "how long one claim waits for a job (long poll, at most 60s)", EnvVars: []string{"QUEUE_POLL_WAIT"}},
 			&cli.StringFlag{Name: "log-format", Usage: "console or json (default: console on a terminal, json otherwise)", EnvVars: []string{"QUEUE_LOG_FORMAT"}},
@@ -77,6 +81,11 @@ func work(c *cli.Context) error {
 		}
 		env[k] = v
 	}
+	for _, name := range c.StringSlice("pass-env") {
+		if err := app.ValidatePassEnv(name); err != nil {
+			return usagef("--pass-env %v", err)
+		}
+	}
 	log := newLogger(c.App.ErrWriter, c.String("log-format"), c.String("log-level")).With().Str("component", "worker").Logger()
 	cl := newClient(c)
 	killGrace := c.Duration("kill-grace")
@@ -92,7 +101,7 @@ func work(c *cli.Context) error {
 		PollWait:     c.Duration("poll-wait"),
 		WorkerID:     c.String("worker-id"),
 		AbandonAfter: killGrace + 5*time.Second,
-		Handler:      app.CommandHandler(app.CommandConfig{Command: argv, Dir: c.String("dir"), Env: env, KillGrace: killGrace}),
+		Handler:      app.CommandHandler(app.CommandConfig{Command: argv, Dir: c.String("dir"), Env: env, PassEnv: c.StringSlice("pass-env"), KillGrace: killGrace}),
 		Log:          log,
 	}
 	if err := cl.Ready(c.Context); err != nil {

@@ -46,7 +46,7 @@ func startWorkers(ctx context.Context, svc *app.Service, cfg *app.Config, log ze
 			Concurrency: w.Concurrency,
 			Timeout:     w.Timeout.D(),
 			Handler: app.CommandHandler(app.CommandConfig{
-				Command: w.Command, Dir: w.Dir, Env: w.Env, KillGrace: killGrace,
+				Command: w.Command, Dir: w.Dir, Env: w.Env, PassEnv: w.PassEnv, KillGrace: killGrace,
 			}),
 			AbandonAfter: killGrace + 5*time.Second,
 			WorkerID:     fmt.Sprintf("%s:%d/builtin-%d", host, os.Getpid(), i),
