@@ -22,10 +22,12 @@ type workProc struct {
 }
 
 // startWork runs `queue work --server url FLAGS -- sh -c script`, with
-// $PIDS set to pids for the script's pid files.
+// $PIDS set to pids for the script's pid files. The worker has PIDS in its
+// environment and passes it on by name (--pass-env): a command sees only
+// what it is given.
 func startWork(t *testing.T, url, pids, script string, flags ...string) *workProc {
 	t.Helper()
-	args := append([]string{"work", "--server", url, "--log-format", "json", "--poll-wait", "10s"}, flags...)
+	args := append([]string{"work", "--server", url, "--log-format", "json", "--poll-wait", "10s", "--pass-env", "PIDS"}, flags...)
 	args = append(args, "--", "sh", "-c", script)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "PIDS="+pids)
