@@ -15,7 +15,41 @@ import (
 // has changed. Stores take their clock, event bus and fault hook from
 // StoreOptions; they apply the lifecycle rules of this package
 // (Transition, DecideFail, ...) rather than their own.
+//
+// It is made of role interfaces, so a part of the program can ask for only
+// what it uses; one Store carries them all for the wiring.
 type Store interface {
+	JobStore
+	DeadLetterStore
+	QueueStore
+	MaintenanceStore
+	PeriodicStore
+	AuditStore
+	OnceStore
+
+	// Wake returns a channel closed when queue may have new claimable work
+	// (a submission, a retry, a resume). Take it before claiming, so nothing
+	// that lands in between is missed.
+	Wake(queue string) <-chan struct{}
+	// Unwake lets go of c, a channel Wake(queue) returned, when its caller
+	// stops waiting; call it once per Wake. The store forgets a queue when
+	// its last waiter leaves, so waits on new names do not pile up.
+	Unwake(queue string, c <-chan struct{})
+	// Ping reports whether the store can be reached.
+	Ping(ctx context.Context) error
+	// Close releases the store; it waits for writes in flight.
+	Close() error
+}
+
+// Leader is what a store offers when several servers share it (PostgreSQL):
+// Lead runs fn while this node holds the maintenance lock, handing it over
+// when a node stops or dies. A store without it has one node, always leading.
+type Leader interface {
+	Lead(ctx context.Context, log zerolog.Logger, fn func(ctx context.Context))
+}
+
+// JobStore submits, reads and moves jobs through their lifecycle.
+type JobStore interface {
 	// Submit inserts jobs all or nothing. A job whose idempotency key is
 	// already used in its queue (by a stored job or dead-letter row) inserts
 	// nothing and comes back with Existing set, or fails the whole call with
@@ -56,13 +90,16 @@ type Store interface {
 	// Cancel cancels a queued job, requests the cancel of a processing one,
 	// or, with a lease, finishes a cancel the worker acknowledges.
 	Cancel(ctx context.Context, req CancelRequest) (*Job, error)
+	// CountJobs counts jobs matching f (cursor fields ignored).
+	CountJobs(ctx context.Context, f JobFilter) (int, error)
+}
 
+// DeadLetterStore reads and acts on the dead-letter queue.
+type DeadLetterStore interface {
 	// ListDead returns dead-letter rows matching f in id order.
 	ListDead(ctx context.Context, f DeadFilter) ([]*DeadJob, error)
 	// CountDead counts dead-letter rows matching f (cursor fields ignored).
 	CountDead(ctx context.Context, f DeadFilter) (int, error)
-	// CountJobs counts jobs matching f (cursor fields ignored).
-	CountJobs(ctx context.Context, f JobFilter) (int, error)
 	// Replay inserts a fresh queued job from each dead-letter row matching
 	// req.Filter (at most Filter.Limit), keeping the rows and counting the
 	// resurrection, in one transaction. It returns the new jobs in row order.
@@ -73,10 +110,13 @@ type Store interface {
 	// MoveToDead moves queued jobs matching f (at most f.Limit) to the
 	// dead-letter queue with reason admin_move, in one transaction.
 	MoveToDead(ctx context.Context, f JobFilter, audit *AuditEntry) ([]int64, error)
+}
+
+// QueueStore keeps the queues' state and counts.
+type QueueStore interface {
 	// Drain cancels queued jobs matching f (at most f.Limit) with reason
 	// drained, in one transaction.
 	Drain(ctx context.Context, f JobFilter, audit *AuditEntry) ([]int64, error)
-
 	// Queues returns every queue that has jobs, dead-letter rows or state.
 	Queues(ctx context.Context) ([]QueueState, error)
 	// SetPaused pauses or resumes queue; the state survives restarts.
@@ -85,7 +125,10 @@ type Store interface {
 	Stats(ctx context.Context) ([]QueueStats, error)
 	// Throughput returns completed and failed counts per minute since since.
 	Throughput(ctx context.Context, since time.Time) ([]MinuteCount, error)
+}
 
+// MaintenanceStore is the work of the maintenance loop and retention.
+type MaintenanceStore interface {
 	// RecoverStale finishes up to limit processing jobs whose lease expired:
 	// cancelled if a cancel was requested, else a failed attempt (retried, or
 	// dead-lettered with reason lease_expired on the last attempt).
@@ -95,7 +138,10 @@ type Store interface {
 	// DeleteOld deletes up to req.Limit rows of req.What older than req.Before
 	// in one statement and returns how many went.
 	DeleteOld(ctx context.Context, req DeleteOldRequest) (int, error)
+}
 
+// PeriodicStore records the fires of periodic jobs, once each across nodes.
+type PeriodicStore interface {
 	// FirePeriodic enqueues job for the periodic entry's fire time unless that
 	// fire was enqueued before (by any node), and returns the job it made.
 	// With skipIfPending, a fire whose entry still has a queued or processing
@@ -103,30 +149,23 @@ type Store interface {
 	FirePeriodic(ctx context.Context, fire PeriodicFire) (*Job, bool, error)
 	// LastFire returns the latest recorded fire time of entry (zero if none).
 	LastFire(ctx context.Context, entry string) (time.Time, error)
+}
 
+// AuditStore keeps the audit trail of admin actions.
+type AuditStore interface {
 	// RecordAudit stores an admin action.
 	RecordAudit(ctx context.Context, e AuditEntry) error
 	// ListAudit returns admin actions, newest first.
 	ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
+}
 
+// OnceStore keeps the once-records of side effects that must not repeat.
+type OnceStore interface {
 	// OnceAcquire takes the once-record key for holdFor, or reports that it
 	// is done (Record.Done) or held by another live claim (ErrOnceHeld).
 	OnceAcquire(ctx context.Context, key string, holdFor time.Duration) (*OnceRecord, error)
 	// OnceDone stores result for key held with token.
 	OnceDone(ctx context.Context, key, token string, result json.RawMessage) (*OnceRecord, error)
-
-	// Wake returns a channel closed when queue may have new claimable work
-	// (a submission, a retry, a resume). Take it before claiming, so nothing
-	// that lands in between is missed.
-	Wake(queue string) <-chan struct{}
-	// Unwake lets go of c, a channel Wake(queue) returned, when its caller
-	// stops waiting; call it once per Wake. The store forgets a queue when
-	// its last waiter leaves, so waits on new names do not pile up.
-	Unwake(queue string, c <-chan struct{})
-	// Ping reports whether the store can be reached.
-	Ping(ctx context.Context) error
-	// Close releases the store; it waits for writes in flight.
-	Close() error
 }
 
 // StoreOptions is what every store takes besides its address.

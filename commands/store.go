@@ -25,14 +25,10 @@ func OpenStore(ctx context.Context, dsn, sync string, opts app.StoreOptions) (ap
 	return sqlite.Open(ctx, dsn, sqlite.Options{StoreOptions: opts, Sync: sync})
 }
 
-// leader runs fn while this node leads: with PostgreSQL, while it holds the
-// maintenance lock (handed over when a node stops or dies); otherwise always.
-type leader interface {
-	Lead(ctx context.Context, log zerolog.Logger, fn func(ctx context.Context))
-}
-
+// leaderFunc runs fn while this node leads: with a store that is an
+// app.Leader (PostgreSQL), while it holds the maintenance lock; otherwise always.
 func leaderFunc(s app.Store) func(ctx context.Context, log zerolog.Logger, fn func(ctx context.Context)) {
-	if l, ok := s.(leader); ok {
+	if l, ok := s.(app.Leader); ok {
 		return l.Lead
 	}
 	return func(ctx context.Context, _ zerolog.Logger, fn func(ctx context.Context)) { fn(ctx) }

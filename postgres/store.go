@@ -39,6 +39,7 @@ import (
 )
 
 var _ app.Store = (*Store)(nil)
+var _ app.Leader = (*Store)(nil) // several nodes share one database
 
 // Options configures Open.
 type Options struct {
