@@ -218,22 +218,11 @@ func serve(c *cli.Context, b Build) error {
 	}
 	ctx := c.Context
 	start := time.Now()
-	bus := app.NewBus()
-	clock := app.SystemClock{}
-	var metrics *ui.Metrics
-	opts := app.StoreOptions{Clock: clock, Bus: bus, Log: log.With().Str("component", "store").Logger(),
-		ObserveWrite: func(n int, d time.Duration) {
-			if metrics != nil {
-				metrics.ObserveWrite(n, d)
-			}
-		}}
-	store, err := OpenStore(ctx, cfg.Server.DB, cfg.Server.Sync, opts)
+	store, svc, metrics, err := openService(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	svc := app.NewService(store, cfg, clock, bus, log.With().Str("component", "service").Logger())
-	metrics = NewMetricsFor(svc)
 
 	ln, err := net.Listen("tcp", cfg.Server.Addr)
 	if err != nil {
@@ -244,21 +233,7 @@ func serve(c *cli.Context, b Build) error {
 		ln.Close()
 		return fmt.Errorf("periodic jobs: %w", err)
 	}
-	srv := &http.Server{
-		Handler: ui.New(ui.Options{
-			Service: svc, Log: log.With().Str("component", "http").Logger(), Tokens: cfg.Tokens,
-			PublicHealth: cfg.Server.PublicHealth, PublicMetrics: cfg.Server.PublicMetrics,
-			MaxBodyBytes: cfg.Server.MaxBodyBytes, Metrics: metrics.Handler(), Scheduler: sched, Version: b.Version,
-			ListenAddr: ln.Addr().String(), AllowedHosts: cfg.Server.AllowedHosts,
-			TrustedProxies: cfg.Server.TrustedProxies, MaxStreams: cfg.Server.MaxStreams, AuthFailed: metrics.AuthFailed,
-		}),
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		WriteTimeout:      90 * time.Second, // long polls hold an answer up to 60s
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          nil,
-	}
+	srv := httpServer(cfg, svc, sched, metrics, ln.Addr().String(), b.Version, log)
 
 	// Background work: maintenance every second, retention on its cron
 	// schedule, periodic jobs, built-in workers. With PostgreSQL only the
@@ -266,32 +241,10 @@ func serve(c *cli.Context, b Build) error {
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	leader := leaderFunc(store)
-	maint := &app.Maintainer{Service: svc}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		leader(bg, log, func(lctx context.Context) {
-			var inner sync.WaitGroup
-			inner.Add(2)
-			go func() { defer inner.Done(); maint.Run(lctx, cfg.Maintenance.Interval.D()) }()
-			go func() { defer inner.Done(); sched.Run(lctx) }()
-			sweeps := cron.New(cron.WithLogger(cron.DiscardLogger))
-			spec := cfg.Maintenance.Retention
-			if spec == "" {
-				spec = "@every 1m"
-			}
-			if _, err := sweeps.AddFunc(spec, func() {
-				if _, err := maint.Sweep(lctx); err != nil && lctx.Err() == nil {
-					log.Error().Err(err).Msg("retention pass failed")
-				}
-			}); err != nil {
-				log.Error().Err(err).Str("schedule", spec).Msg("retention schedule")
-			}
-			sweeps.Start()
-			<-lctx.Done()
-			<-sweeps.Stop().Done()
-			inner.Wait()
-		})
+		leader(bg, log, func(lctx context.Context) { lead(lctx, cfg, svc, sched, log) })
 	}()
 	pools, err := startWorkers(bg, svc, cfg, log)
 	if err != nil {
@@ -317,22 +270,97 @@ func serve(c *cli.Context, b Build) error {
 			return fmt.Errorf("http server: %w", err)
 		}
 	}
-	log.Info().Msg("shutting down: no new work; running jobs may finish")
-	notifySystemd("STOPPING=1")
-	svc.Stop() // long polls answer now
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		log.Warn().Err(err).Msg("http shutdown")
-	}
-	stopWorkers(pools, cfg.Server.Grace.D(), log)
-	stopBG()
-	wg.Wait()
+	shutdown(log, svc, srv, func() {
+		stopWorkers(pools, cfg.Server.Grace.D(), log)
+		stopBG()
+		wg.Wait()
+	})
 	if err := store.Close(); err != nil {
 		log.Warn().Err(err).Msg("closing the store")
 	}
 	log.Info().Msg("stopped")
 	return nil
+}
+
+// shutdown stops taking work in order: long polls answer at once, the HTTP
+// server finishes the requests in flight (up to 10s), then stopWork lets
+// the built-in workers finish within their grace and ends the background work.
+func shutdown(log zerolog.Logger, svc *app.Service, srv *http.Server, stopWork func()) {
+	log.Info().Msg("shutting down: no new work; running jobs may finish")
+	notifySystemd("STOPPING=1")
+	svc.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		log.Warn().Err(err).Msg("http shutdown")
+	}
+	stopWork()
+}
+
+// openService opens the store of cfg and the Service over it, with the
+// metrics that observe both (the store's write timings included).
+func openService(ctx context.Context, cfg *app.Config, log zerolog.Logger) (app.Store, *app.Service, *ui.Metrics, error) {
+	bus := app.NewBus()
+	clock := app.SystemClock{}
+	var metrics *ui.Metrics
+	opts := app.StoreOptions{Clock: clock, Bus: bus, Log: log.With().Str("component", "store").Logger(),
+		ObserveWrite: func(n int, d time.Duration) {
+			if metrics != nil {
+				metrics.ObserveWrite(n, d)
+			}
+		}}
+	store, err := OpenStore(ctx, cfg.Server.DB, cfg.Server.Sync, opts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	svc := app.NewService(store, cfg, clock, bus, log.With().Str("component", "service").Logger())
+	metrics = NewMetricsFor(svc)
+	return store, svc, metrics, nil
+}
+
+// httpServer is the API and the pages on their timeouts: a client that
+// sends its headers slowly holds a goroutine for seconds, not forever.
+func httpServer(cfg *app.Config, svc *app.Service, sched *app.Scheduler, metrics *ui.Metrics, addr, version string, log zerolog.Logger) *http.Server {
+	return &http.Server{
+		Handler: ui.New(ui.Options{
+			Service: svc, Log: log.With().Str("component", "http").Logger(), Tokens: cfg.Tokens,
+			PublicHealth: cfg.Server.PublicHealth, PublicMetrics: cfg.Server.PublicMetrics,
+			MaxBodyBytes: cfg.Server.MaxBodyBytes, Metrics: metrics.Handler(), Scheduler: sched, Version: version,
+			ListenAddr: addr, AllowedHosts: cfg.Server.AllowedHosts,
+			TrustedProxies: cfg.Server.TrustedProxies, MaxStreams: cfg.Server.MaxStreams, AuthFailed: metrics.AuthFailed,
+		}),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      90 * time.Second, // long polls hold an answer up to 60s
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+}
+
+// lead is the work of the leading node until ctx ends: the maintenance
+// loop, periodic jobs, and retention passes on their cron schedule.
+func lead(ctx context.Context, cfg *app.Config, svc *app.Service, sched *app.Scheduler, log zerolog.Logger) {
+	maint := &app.Maintainer{Service: svc}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); maint.Run(ctx, cfg.Maintenance.Interval.D()) }()
+	go func() { defer wg.Done(); sched.Run(ctx) }()
+	sweeps := cron.New(cron.WithLogger(cron.DiscardLogger))
+	spec := cfg.Maintenance.Retention
+	if spec == "" {
+		spec = "@every 1m"
+	}
+	if _, err := sweeps.AddFunc(spec, func() {
+		if _, err := maint.Sweep(ctx); err != nil && ctx.Err() == nil {
+			log.Error().Err(err).Msg("retention pass failed")
+		}
+	}); err != nil {
+		log.Error().Err(err).Str("schedule", spec).Msg("retention schedule")
+	}
+	sweeps.Start()
+	<-ctx.Done()
+	<-sweeps.Stop().Done()
+	wg.Wait()
 }
 
 // NewMetricsFor registers the metrics of svc.
