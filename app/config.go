@@ -285,9 +285,28 @@ func ParseConfig(path string, b []byte, parse ScheduleParser) (*Config, error) {
 }
 
 func (c *Config) validate(parse ScheduleParser) error {
-	bad := func(key, format string, args ...any) error {
-		return &ConfigError{Key: key, Msg: fmt.Sprintf(format, args...)}
+	for _, check := range []func() error{
+		c.validateServer,
+		func() error { return c.validateMaintenance(parse) },
+		c.validateQueues,
+		c.Server.validateHTTP,
+		c.validateTokens,
+		func() error { return c.validatePeriodic(parse) },
+		c.validateWorkers,
+	} {
+		if err := check(); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// bad is a ConfigError at key; LoadConfig adds the file and line.
+func bad(key, format string, args ...any) error {
+	return &ConfigError{Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (c *Config) validateServer() error {
 	switch strings.ToLower(c.Server.Sync) {
 	case "", "full", "normal":
 	default:
@@ -309,6 +328,10 @@ func (c *Config) validate(parse ScheduleParser) error {
 	if c.Server.Grace < 0 {
 		return bad("server.grace", "must not be negative")
 	}
+	return nil
+}
+
+func (c *Config) validateMaintenance(parse ScheduleParser) error {
 	if c.Maintenance.Interval < 0 || (c.Maintenance.Interval > 0 && c.Maintenance.Interval.D() < 10*time.Millisecond) {
 		return bad("maintenance.interval", "must be at least 10ms")
 	}
@@ -320,6 +343,10 @@ func (c *Config) validate(parse ScheduleParser) error {
 	if c.Maintenance.EventRetention < 0 || c.Maintenance.AuditRetention < 0 {
 		return bad("maintenance", "retention must not be negative")
 	}
+	return nil
+}
+
+func (c *Config) validateQueues() error {
 	if err := c.Defaults.validate("defaults"); err != nil {
 		return err
 	}
@@ -337,9 +364,11 @@ func (c *Config) validate(parse ScheduleParser) error {
 			return err
 		}
 	}
-	if err := c.Server.validateHTTP(); err != nil {
-		return err
-	}
+	return nil
+}
+
+// validateTokens checks each token and reads those given as token_file.
+func (c *Config) validateTokens() error {
 	seen := map[string]bool{}
 	for i := range c.Tokens {
 		t := &c.Tokens[i]
@@ -381,6 +410,12 @@ func (c *Config) validate(parse ScheduleParser) error {
 		}
 		seen[t.Name] = true
 	}
+	return nil
+}
+
+// validatePeriodic checks each periodic entry and fills its defaults, its
+// parsed schedule and its payload as JSON.
+func (c *Config) validatePeriodic(parse ScheduleParser) error {
 	entries := map[string]bool{}
 	for i := range c.Periodic {
 		p := &c.Periodic[i]
@@ -446,6 +481,10 @@ func (c *Config) validate(parse ScheduleParser) error {
 		}
 		p.PayloadJSON = b
 	}
+	return nil
+}
+
+func (c *Config) validateWorkers() error {
 	for i := range c.Workers {
 		w := &c.Workers[i]
 		key := fmt.Sprintf("workers[%d]", i)
