@@ -822,3 +822,19 @@ func (l lineIndex) find(key string) int {
 	}
 	return 0
 }
+
+// ValidatePassEnv checks a name to copy from the worker's environment into
+// a command's: letters, digits and '_', not starting with a digit, and not
+// QUEUE_*: those are the queue's own settings and secrets (QUEUE_TOKEN,
+// QUEUE_DB); give a job one on purpose as a configured variable instead.
+func ValidatePassEnv(name string) error {
+	if !envNameRE.MatchString(name) {
+		return fmt.Errorf("%q is not a variable name (letters, digits and '_', not starting with a digit)", name)
+	}
+	if strings.HasPrefix(name, "QUEUE_") {
+		return fmt.Errorf("%q: QUEUE_* variables are the queue's own settings and secrets and are never passed on; to give jobs such a value on purpose, set it with env in [[workers]] or --env of queue work", name)
+	}
+	return nil
+}
+
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

@@ -305,6 +305,16 @@ func (s *Service) Claim(ctx context.Context, queue string, in ClaimInput) ([]*Jo
 	return s.claim(ctx, queue, in, true)
 }
 
+// ClaimLocal is Claim for the in-process workers (package worker's
+// LocalBackend): its wait does not count against Config.Server.MaxWaiters,
+// since their number is set by the config, not by clients.
+func (s *Service) ClaimLocal(ctx context.Context, queue string, in ClaimInput) ([]*Job, error) {
+	return s.claim(ctx, queue, in, false)
+}
+
+// Stopping is closed once Stop was called: in-process workers stop claiming.
+func (s *Service) Stopping() <-chan struct{} { return s.stop }
+
 // claim is Claim; capped says whether its wait counts against
 // Config.Server.MaxWaiters. The in-process workers' waits do not: their
 // number is set by the config, not by clients.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/queuehq/queue/app"
 	"github.com/queuehq/queue/memory"
+	"github.com/queuehq/queue/worker"
 )
 
 // cappedService is a Service over the memory store that lets max long polls wait at once.
@@ -85,7 +86,7 @@ func TestLongPollsAreCapped(t *testing.T) {
 	}
 	// The in-process workers are not capped.
 	short := app.Duration(20 * time.Millisecond)
-	if _, err := app.LocalBackend(svc).Claim(ctx, "workers", app.ClaimInput{Wait: &short}); err != nil {
+	if _, err := worker.LocalBackend(svc).Claim(ctx, "workers", app.ClaimInput{Wait: &short}); err != nil {
 		t.Fatalf("a built-in worker's claim while the cap is full: %v", err)
 	}
 	if n := svc.Waiting(); n != max {

@@ -29,8 +29,8 @@ const (
 )
 
 // queueLocal is our queue in this process: submissions through
-// app.Service, workers are client.Worker over client.Local (app.Pool over
-// app.LocalBackend), maintenance ticks every second as in `queue serve`.
+// app.Service, workers are client.Worker over client.Local (worker.Pool over
+// worker.LocalBackend), maintenance ticks every second as in `queue serve`.
 type queueLocal struct {
 	store       app.Store
 	svc         *app.Service

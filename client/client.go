@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/worker"
 )
 
 // Errors the server reports, for errors.Is on what a Client returns.
@@ -287,7 +288,7 @@ func (c *Client) Claim(ctx context.Context, queue string, in app.ClaimInput) ([]
 
 // Lease is the answer to a heartbeat: when the lease now expires, and
 // whether an operator asked to cancel the job.
-type Lease = app.Lease
+type Lease = worker.Lease
 
 // Heartbeat extends the lease of a job (by extend, or its timeout if zero).
 func (c *Client) Heartbeat(ctx context.Context, id, lease int64, extend time.Duration) (*Lease, error) {

@@ -1,10 +1,10 @@
 package client_test
 
 // The worker contract (SPEC section 5), run against both ways a worker
-// reaches the queue: in process (app.LocalBackend over a Service, as the
+// reaches the queue: in process (worker.LocalBackend over a Service, as the
 // built-in workers of `queue serve` do) and over HTTP (a *client.Client
 // against ui.New, as `queue work` and Go programs do). Each case runs the
-// command handler or Go handlers through an app.Pool or a client.Worker.
+// command handler or Go handlers through an worker.Pool or a client.Worker.
 
 import (
 	"context"
@@ -27,12 +27,13 @@ import (
 	"github.com/queuehq/queue/client"
 	"github.com/queuehq/queue/memory"
 	"github.com/queuehq/queue/ui"
+	"github.com/queuehq/queue/worker"
 )
 
 // harness is a queue with a maintenance loop, and a Backend to it.
 type harness struct {
 	svc     *app.Service
-	backend app.Backend
+	backend worker.Backend
 	log     zerolog.Logger
 	dir     string // where commands write their pid files
 }
@@ -141,9 +142,9 @@ func isStatus(s app.Status) func(*app.Job) bool {
 func failedOnce(j *app.Job) bool { return len(j.Errors) >= 1 }
 
 // pool starts a Pool over the harness's backend, stopped at the end of the test.
-func (h *harness) pool(t *testing.T, queue string, handler app.Handler, concurrency int) *app.Pool {
+func (h *harness) pool(t *testing.T, queue string, handler worker.Handler, concurrency int) *worker.Pool {
 	t.Helper()
-	p := &app.Pool{Backend: h.backend, Queue: queue, Handler: handler, Concurrency: concurrency,
+	p := &worker.Pool{Backend: h.backend, Queue: queue, Handler: handler, Concurrency: concurrency,
 		PollWait: 5 * time.Second, AbandonAfter: 5 * time.Second, Log: h.log}
 	if err := p.Start(t.Context()); err != nil {
 		t.Fatal(err)
@@ -154,9 +155,9 @@ func (h *harness) pool(t *testing.T, queue string, handler app.Handler, concurre
 
 // commandPool runs script with sh -c for each job; the script may write its
 // pid to $PIDS/$QUEUE_JOB_ID.
-func (h *harness) commandPool(t *testing.T, queue, script string, killGrace time.Duration) *app.Pool {
+func (h *harness) commandPool(t *testing.T, queue, script string, killGrace time.Duration) *worker.Pool {
 	t.Helper()
-	return h.pool(t, queue, app.CommandHandler(app.CommandConfig{
+	return h.pool(t, queue, worker.CommandHandler(worker.CommandConfig{
 		Command: []string{"sh", "-c", script}, KillGrace: killGrace, Env: map[string]string{"PIDS": h.dir},
 	}), 2)
 }
@@ -404,7 +405,7 @@ func testGoTimeout(t *testing.T, h *harness) {
 
 // countingBackend counts CompleteBatch calls and can fail calls on purpose.
 type countingBackend struct {
-	app.Backend
+	worker.Backend
 	batches, items atomic.Int64
 	failClaims     atomic.Int64 // fail this many claims
 	failCompletes  atomic.Int64 // fail this many CompleteBatch calls

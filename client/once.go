@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/worker"
 )
 
 // onceBackend keeps once-records: a *Client over HTTP, or Local(svc).
@@ -113,7 +114,7 @@ func runOnce(ctx context.Context, b onceBackend, key string, fn func(ctx context
 			return raw, nil
 		case err == nil:
 			return nil, fmt.Errorf("once %q: the server answered neither done nor acquired", key)
-		case !errors.Is(err, app.ErrOnceHeld) && !app.Retryable(err):
+		case !errors.Is(err, app.ErrOnceHeld) && !worker.Retryable(err):
 			return nil, fmt.Errorf("once %q: %w", key, err)
 		}
 		t := time.NewTimer(delay)

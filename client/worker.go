@@ -10,10 +10,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/worker"
 )
 
 // A Client is a Backend for a Worker: it claims and reports over the HTTP API.
-var _ app.Backend = (*Client)(nil)
+var _ worker.Backend = (*Client)(nil)
 
 // Job is a job as the server shows it and as a handler gets it.
 type Job = app.Job
@@ -23,20 +24,20 @@ type SubmitInput = app.SubmitInput
 
 // Backend is where a Worker gets jobs: a *Client over HTTP, or Local(svc)
 // in the same process as the server.
-type Backend = app.Backend
+type Backend = worker.Backend
 
 // Local returns a Backend that calls svc directly, for a Worker embedded in
 // the process that runs the queue (tests, or a Go program serving the API
 // itself). It behaves as the HTTP API does, without the network.
-func Local(svc *app.Service) Backend { return app.LocalBackend(svc) }
+func Local(svc *app.Service) Backend { return worker.LocalBackend(svc) }
 
 // Permanent wraps err so the job is not retried: the worker fails it with
 // retry=false and it moves to the dead-letter queue with reason
 // permanent_failure. Permanent(nil) is nil.
-func Permanent(err error) error { return app.Permanent(err) }
+func Permanent(err error) error { return worker.Permanent(err) }
 
 // PermanentError is the error Permanent returns; test for it with errors.As.
-type PermanentError = app.PermanentError
+type PermanentError = worker.PermanentError
 
 // HandlerFunc runs one job and returns its result (any value encoding/json
 // can marshal; a json.RawMessage is sent as is; 1 MiB of JSON at most) or an
@@ -49,7 +50,7 @@ type HandlerFunc func(ctx context.Context, job *Job) (result any, err error)
 
 // Worker runs registered handlers for the jobs of one queue, each kind with
 // its own concurrency. It long-polls, heartbeats, batches acknowledgements,
-// and stops gracefully: see app.Pool, which it runs once per kind.
+// and stops gracefully: see worker.Pool, which it runs once per kind.
 type Worker struct {
 	backend  Backend
 	queue    string
@@ -61,7 +62,7 @@ type Worker struct {
 	mu      sync.Mutex
 	regs    []registration
 	err     error
-	pools   []*app.Pool
+	pools   []*worker.Pool
 	started bool
 }
 
@@ -96,7 +97,7 @@ func NewWorker(b Backend, queue string, opts ...WorkerOption) *Worker {
 	if queue == "" {
 		queue = app.DefaultQueue
 	}
-	w := &Worker{backend: b, queue: queue, log: zerolog.Nop(), grace: app.DefaultGrace}
+	w := &Worker{backend: b, queue: queue, log: zerolog.Nop(), grace: worker.DefaultGrace}
 	for _, o := range opts {
 		o(w)
 	}
@@ -158,7 +159,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	ob, _ := w.backend.(onceBackend)
 	for _, r := range w.regs {
 		fn := r.fn
-		p := &app.Pool{
+		p := &worker.Pool{
 			Backend: w.backend, Queue: w.queue, Kinds: []string{r.kind}, Concurrency: r.concurrency,
 			Timeout: r.timeout, PollWait: w.pollWait, Log: w.log.With().Str("kind", r.kind).Logger(),
 			Handler: func(ctx context.Context, job *app.Job) (any, error) {
@@ -202,7 +203,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
-func stopAll(pools []*app.Pool, grace time.Duration) {
+func stopAll(pools []*worker.Pool, grace time.Duration) {
 	var wg sync.WaitGroup
 	for _, p := range pools {
 		wg.Add(1)

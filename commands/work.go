@@ -14,6 +14,7 @@ import (
 
 	"github.com/queuehq/queue/app"
 	"github.com/queuehq/queue/client"
+	"github.com/queuehq/queue/worker"
 )
 
 func workCommand() *cli.Command {
@@ -37,9 +38,9 @@ func workCommand() *cli.Command {
 			&cli.StringFlag{Name: "queue", Value: app.DefaultQueue, Usage: "queue to work", EnvVars: []string{"QUEUE_QUEUE"}},
 			&cli.StringSliceFlag{Name: "kind", Usage: "only jobs of this kind (repeatable; default: every kind)", EnvVars: []string{"QUEUE_KINDS"}},
 			&cli.IntFlag{Name: "concurrency", Value: 1, Usage: "jobs run at once", EnvVars: []string{"QUEUE_CONCURRENCY"}},
-			&cli.DurationFlag{Name: "grace", Value: app.DefaultGrace, Usage: "on SIGTERM/SIGINT, how long running jobs may finish before they are stopped and given back", EnvVars: []string{"QUEUE_GRACE"}},
+			&cli.DurationFlag{Name: "grace", Value: worker.DefaultGrace, Usage: "on SIGTERM/SIGINT, how long running jobs may finish before they are stopped and given back", EnvVars: []string{"QUEUE_GRACE"}},
 			&cli.DurationFlag{Name: "timeout", Usage: "stop a run after this long (default: each job's timeout)", EnvVars: []string{"QUEUE_WORK_TIMEOUT"}},
-			&cli.DurationFlag{Name: "kill-grace", Value: app.DefaultKillGrace, Usage: "time between SIGTERM and SIGKILL to a run's process group", EnvVars: []string{"QUEUE_KILL_GRACE"}},
+			&cli.DurationFlag{Name: "kill-grace", Value: worker.DefaultKillGrace, Usage: "time between SIGTERM and SIGKILL to a run's process group", EnvVars: []string{"QUEUE_KILL_GRACE"}},
 			&cli.StringFlag{Name: "dir", Usage: "working directory of the command (default: this one)", EnvVars: []string{"QUEUE_WORK_DIR"}},
 			&cli.StringSliceFlag{Name: "env", Usage: "KEY=VALUE set in the command's environment (repeatable)", EnvVars: []string{"QUEUE_WORK_ENV"}},
 			&cli.StringSliceFlag{Name: "pass-env", Usage: "NAME of a variable of this environment the command gets too, e.g. AWS_REGION (repeatable; not QUEUE_*)", EnvVars: []string{"QUEUE_WORK_PASS_ENV"}},
@@ -90,9 +91,9 @@ func work(c *cli.Context) error {
 	cl := newClient(c)
 	killGrace := c.Duration("kill-grace")
 	if killGrace == 0 {
-		killGrace = app.DefaultKillGrace
+		killGrace = worker.DefaultKillGrace
 	}
-	p := &app.Pool{
+	p := &worker.Pool{
 		Backend:      cl,
 		Queue:        c.String("queue"),
 		Kinds:        c.StringSlice("kind"),
@@ -101,7 +102,7 @@ func work(c *cli.Context) error {
 		PollWait:     c.Duration("poll-wait"),
 		WorkerID:     c.String("worker-id"),
 		AbandonAfter: killGrace + 5*time.Second,
-		Handler:      app.CommandHandler(app.CommandConfig{Command: argv, Dir: c.String("dir"), Env: env, PassEnv: c.StringSlice("pass-env"), KillGrace: killGrace}),
+		Handler:      worker.CommandHandler(worker.CommandConfig{Command: argv, Dir: c.String("dir"), Env: env, PassEnv: c.StringSlice("pass-env"), KillGrace: killGrace}),
 		Log:          log,
 	}
 	if err := cl.Ready(c.Context); err != nil {

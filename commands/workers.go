@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/worker"
 )
 
 // workerPool is one running set of built-in workers.
@@ -19,7 +20,7 @@ type workerPool interface {
 }
 
 // startWorkers starts the built-in command workers of the config: an
-// app.Pool over the Service in this process for each [[workers]] entry.
+// worker.Pool over the Service in this process for each [[workers]] entry.
 // They stop claiming when the Service stops and finish in stopWorkers.
 func startWorkers(ctx context.Context, svc *app.Service, cfg *app.Config, log zerolog.Logger) ([]workerPool, error) {
 	host, _ := os.Hostname()
@@ -37,15 +38,15 @@ func startWorkers(ctx context.Context, svc *app.Service, cfg *app.Config, log ze
 		}
 		killGrace := w.KillGrace.D()
 		if killGrace <= 0 {
-			killGrace = app.DefaultKillGrace
+			killGrace = worker.DefaultKillGrace
 		}
-		p := &app.Pool{
-			Backend:     app.LocalBackend(svc),
+		p := &worker.Pool{
+			Backend:     worker.LocalBackend(svc),
 			Queue:       w.Queue,
 			Kinds:       w.Kinds,
 			Concurrency: w.Concurrency,
 			Timeout:     w.Timeout.D(),
-			Handler: app.CommandHandler(app.CommandConfig{
+			Handler: worker.CommandHandler(worker.CommandConfig{
 				Command: w.Command, Dir: w.Dir, Env: w.Env, PassEnv: w.PassEnv, KillGrace: killGrace,
 			}),
 			AbandonAfter: killGrace + 5*time.Second,

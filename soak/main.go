@@ -32,6 +32,7 @@ import (
 
 	"github.com/queuehq/queue/app"
 	"github.com/queuehq/queue/client"
+	"github.com/queuehq/queue/worker"
 )
 
 func main() {
@@ -240,7 +241,7 @@ func (s *soak) startWorker(i int) {
 // goWorker runs a Go worker over HTTP on queue "go".
 func (s *soak) goWorker(ctx context.Context) <-chan struct{} {
 	done := make(chan struct{})
-	pool := &app.Pool{Backend: s.cl, Queue: "go", Concurrency: 4, Grace: 2 * time.Second, Log: zerolog.Nop(),
+	pool := &worker.Pool{Backend: s.cl, Queue: "go", Concurrency: 4, Grace: 2 * time.Second, Log: zerolog.Nop(),
 		Handler: func(ctx context.Context, job *app.Job) (any, error) {
 			s.mu.Lock()
 			s.goExec[job.ID]++
@@ -251,7 +252,7 @@ func (s *soak) goWorker(ctx context.Context) <-chan struct{} {
 					return nil, errors.New("flaky")
 				}
 			case 13:
-				return nil, app.Permanent(errors.New("bad input"))
+				return nil, worker.Permanent(errors.New("bad input"))
 			}
 			return map[string]bool{"ok": true}, nil
 		}}

@@ -12,10 +12,11 @@ import (
 
 	"github.com/queuehq/queue/app"
 	"github.com/queuehq/queue/sqlite"
+	"github.com/queuehq/queue/worker"
 )
 
 // BenchmarkE2E is the headline of issue 9 in process: 16 producers submit
-// one job per call while a worker (app.Pool, concurrency 1000) claims many
+// one job per call while a worker (worker.Pool, concurrency 1000) claims many
 // and acknowledges many; it reports completed jobs per second. `make bench`
 // compares the same with River and goqite (bench/).
 func BenchmarkE2E(b *testing.B) {
@@ -29,7 +30,7 @@ func BenchmarkE2E(b *testing.B) {
 			s := MustOpen(b, sqlite.Options{Sync: mode, StoreOptions: app.StoreOptions{Bus: bus}})
 			svc := app.NewService(s, nil, nil, bus, zerolog.Nop())
 			var done atomic.Int64
-			pool := &app.Pool{Backend: app.LocalBackend(svc), Queue: "e2e", Kinds: kinds, Concurrency: 1000, Log: zerolog.Nop(),
+			pool := &worker.Pool{Backend: worker.LocalBackend(svc), Queue: "e2e", Kinds: kinds, Concurrency: 1000, Log: zerolog.Nop(),
 				Handler: func(ctx context.Context, job *app.Job) (any, error) { done.Add(1); return nil, nil }}
 			ctx, cancel := context.WithCancel(b.Context())
 			var wg sync.WaitGroup

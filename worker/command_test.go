@@ -1,4 +1,4 @@
-package app
+package worker
 
 import (
 	"context"
@@ -13,10 +13,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/queuehq/queue/app"
 )
 
-func testJob(payload string) *Job {
-	return &Job{ID: 42, Queue: "q", Kind: "k.v", Payload: json.RawMessage(payload), Attempts: 2, MaxAttempts: 5, Timeout: Duration(time.Second)}
+func testJob(payload string) *app.Job {
+	return &app.Job{ID: 42, Queue: "q", Kind: "k.v", Payload: json.RawMessage(payload), Attempts: 2, MaxAttempts: 5, Timeout: app.Duration(time.Second)}
 }
 
 func runCommand(t *testing.T, ctx context.Context, script string, cfg CommandConfig) (any, error) {
@@ -135,13 +137,13 @@ func TestCommandEnvironmentDefaultPath(t *testing.T) {
 func TestCommandPassEnvRefusesQueueVariables(t *testing.T) {
 	t.Setenv("QUEUE_TOKEN", "secret-token-0123456789")
 	for _, name := range []string{"QUEUE_TOKEN", "QUEUE_", "1X", "A-B", ""} {
-		if ValidatePassEnv(name) == nil {
-			t.Errorf("ValidatePassEnv(%q) = nil, want an error", name)
+		if app.ValidatePassEnv(name) == nil {
+			t.Errorf("app.ValidatePassEnv(%q) = nil, want an error", name)
 		}
 	}
 	for _, name := range []string{"AWS_REGION", "_x", "queue_token", "QUEUEX"} {
-		if err := ValidatePassEnv(name); err != nil {
-			t.Errorf("ValidatePassEnv(%q) = %v, want nil", name, err)
+		if err := app.ValidatePassEnv(name); err != nil {
+			t.Errorf("app.ValidatePassEnv(%q) = %v, want nil", name, err)
 		}
 	}
 	res, err := CommandHandler(CommandConfig{
@@ -258,7 +260,7 @@ func TestCommandResultTruncated(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw := res.(json.RawMessage)
-	if len(raw) > MaxResultBytes {
+	if len(raw) > app.MaxResultBytes {
 		t.Fatalf("result is %d bytes, over the 1 MiB limit", len(raw))
 	}
 	var got struct {
@@ -269,7 +271,7 @@ func TestCommandResultTruncated(t *testing.T) {
 	if err := json.Unmarshal(raw, &got); err != nil {
 		t.Fatalf("result is not JSON: %v", err)
 	}
-	if !got.Truncated || got.OutputBytes != 3000000 || len(got.Output) < MaxResultBytes-100 || strings.Trim(got.Output, "x") != "" {
+	if !got.Truncated || got.OutputBytes != 3000000 || len(got.Output) < app.MaxResultBytes-100 || strings.Trim(got.Output, "x") != "" {
 		t.Fatalf("truncated=%v output_bytes=%d len(output)=%d", got.Truncated, got.OutputBytes, len(got.Output))
 	}
 }
@@ -331,7 +333,7 @@ func TestCommandOutputBoundedMemory(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if raw := res.(json.RawMessage); len(raw) > MaxResultBytes || !strings.Contains(string(raw), `"output_bytes":104857600`) {
+				if raw := res.(json.RawMessage); len(raw) > app.MaxResultBytes || !strings.Contains(string(raw), `"output_bytes":104857600`) {
 					t.Fatalf("result: %d bytes, %.100s", len(raw), raw)
 				}
 			} else if err == nil || !strings.Contains(err.Error(), "of 104857600 bytes") {

@@ -1,10 +1,12 @@
-package app
+package worker
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/queuehq/queue/app"
 )
 
 // Backend is what a worker needs from a queue: claim jobs, keep their leases,
@@ -15,18 +17,18 @@ import (
 type Backend interface {
 	// Claim hands out up to in.Limit jobs of queue, waiting up to in.Wait
 	// for one to land (a long poll that answers at once when a job does).
-	Claim(ctx context.Context, queue string, in ClaimInput) ([]*Job, error)
+	Claim(ctx context.Context, queue string, in app.ClaimInput) ([]*app.Job, error)
 	// Heartbeat extends the lease of job id by extend (if zero, the job's
 	// timeout) and tells whether an operator asked to cancel the job.
 	Heartbeat(ctx context.Context, id, lease int64, extend time.Duration) (*Lease, error)
 	// CompleteBatch marks jobs done with their results; each item is fenced
 	// on its own and the errors match the items one to one. The error is
 	// for the call as a whole.
-	CompleteBatch(ctx context.Context, items []Completion) ([]error, error)
+	CompleteBatch(ctx context.Context, items []app.Completion) ([]error, error)
 	// Fail records a failed attempt: retried with backoff (or after retryIn,
 	// if positive) while retry is true and attempts are left, else moved to
 	// the dead-letter queue.
-	Fail(ctx context.Context, id, lease int64, msg string, retry bool, retryIn time.Duration) (*FailResult, error)
+	Fail(ctx context.Context, id, lease int64, msg string, retry bool, retryIn time.Duration) (*app.FailResult, error)
 	// Snooze puts a processing job back to queued after delay without
 	// counting the attempt; a zero delay gives the lease back (on shutdown).
 	Snooze(ctx context.Context, id, lease int64, delay time.Duration) error
@@ -44,15 +46,15 @@ type Lease struct {
 // built-in workers of `queue serve` and in-process Go workers use it. Once
 // svc.Stop was called, Pools over it stop claiming (the server is shutting
 // down) and finish or give back what they hold when they are stopped.
-func LocalBackend(svc *Service) Backend { return &localBackend{svc: svc} }
+func LocalBackend(svc *app.Service) Backend { return &localBackend{svc: svc} }
 
-type localBackend struct{ svc *Service }
+type localBackend struct{ svc *app.Service }
 
 // localWorker is the actor recorded when a worker in the same process acknowledges a cancel.
 const localWorker = "worker"
 
-func (b *localBackend) Claim(ctx context.Context, queue string, in ClaimInput) ([]*Job, error) {
-	return b.svc.claim(ctx, queue, in, false) // the workers of the config are not clients to cap
+func (b *localBackend) Claim(ctx context.Context, queue string, in app.ClaimInput) ([]*app.Job, error) {
+	return b.svc.ClaimLocal(ctx, queue, in) // the workers of the config are not clients to cap
 }
 
 func (b *localBackend) Heartbeat(ctx context.Context, id, lease int64, extend time.Duration) (*Lease, error) {
@@ -67,14 +69,14 @@ func (b *localBackend) Heartbeat(ctx context.Context, id, lease int64, extend ti
 	return l, nil
 }
 
-func (b *localBackend) CompleteBatch(ctx context.Context, items []Completion) ([]error, error) {
+func (b *localBackend) CompleteBatch(ctx context.Context, items []app.Completion) ([]error, error) {
 	return b.svc.CompleteBatch(ctx, items)
 }
 
-func (b *localBackend) Fail(ctx context.Context, id, lease int64, msg string, retry bool, retryIn time.Duration) (*FailResult, error) {
-	in := FailInput{Lease: lease, Error: msg, Retry: &retry}
+func (b *localBackend) Fail(ctx context.Context, id, lease int64, msg string, retry bool, retryIn time.Duration) (*app.FailResult, error) {
+	in := app.FailInput{Lease: lease, Error: msg, Retry: &retry}
 	if retryIn > 0 {
-		d := Duration(retryIn)
+		d := app.Duration(retryIn)
 		in.RetryIn = &d
 	}
 	return b.svc.Fail(ctx, id, in)
@@ -91,17 +93,17 @@ func (b *localBackend) AckCancel(ctx context.Context, id, lease int64) error {
 }
 
 // OnceAcquire takes the once-record key for holdFor (see Service.Once).
-func (b *localBackend) OnceAcquire(ctx context.Context, key string, holdFor time.Duration) (*OnceRecord, error) {
+func (b *localBackend) OnceAcquire(ctx context.Context, key string, holdFor time.Duration) (*app.OnceRecord, error) {
 	return b.svc.Once(ctx, key, holdFor)
 }
 
 // OnceDone stores the result of the side effect held with token.
-func (b *localBackend) OnceDone(ctx context.Context, key, token string, result json.RawMessage) (*OnceRecord, error) {
+func (b *localBackend) OnceDone(ctx context.Context, key, token string, result json.RawMessage) (*app.OnceRecord, error) {
 	return b.svc.OnceDone(ctx, key, token, result)
 }
 
 // stopping is closed when the Service stops: no more claims.
-func (b *localBackend) stopping() <-chan struct{} { return b.svc.stop }
+func (b *localBackend) stopping() <-chan struct{} { return b.svc.Stopping() }
 
 // Retryable reports whether a failed Backend call is worth repeating later:
 // the server was unreachable, unavailable or overloaded. A lost lease, an
@@ -111,10 +113,10 @@ func Retryable(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return false
 	}
-	var ie *InvalidError
+	var ie *app.InvalidError
 	switch {
-	case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrNotFound), errors.Is(err, ErrIllegalTransition),
-		errors.Is(err, ErrInvalidStatus), errors.As(err, &ie):
+	case errors.Is(err, app.ErrLeaseLost), errors.Is(err, app.ErrNotFound), errors.Is(err, app.ErrIllegalTransition),
+		errors.Is(err, app.ErrInvalidStatus), errors.As(err, &ie):
 		return false
 	}
 	var r interface{ Retryable() bool }

@@ -1,4 +1,9 @@
-package app
+// Package worker runs jobs: a Pool claims from a Backend (the Service in
+// process, or the HTTP API through package client), runs a Handler per job
+// with heartbeats, timeouts and cancels, and reports the outcome; the
+// command runner is the Handler of built-in and `queue work` workers. The
+// rules of what an outcome does to a job stay in package app.
+package worker
 
 import (
 	"context"
@@ -12,6 +17,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/queuehq/queue/app"
 )
 
 // Handler runs one job and returns its result (any value encoding/json can
@@ -20,7 +27,7 @@ import (
 // the worker's grace period on shutdown is over; a handler must return soon
 // after. Wrap an error in Permanent to send the job straight to the
 // dead-letter queue; any other error retries it with backoff.
-type Handler func(ctx context.Context, job *Job) (result any, err error)
+type Handler func(ctx context.Context, job *app.Job) (result any, err error)
 
 // PermanentError marks a failure that no retry can fix: the worker fails the
 // job with retry=false and it moves to the dead-letter queue with reason
@@ -152,21 +159,21 @@ func (p *Pool) Start(ctx context.Context) error {
 		return errors.New("worker: no handler")
 	}
 	if p.Queue == "" {
-		p.Queue = DefaultQueue
+		p.Queue = app.DefaultQueue
 	}
-	if err := ValidateQueue(p.Queue); err != nil {
+	if err := app.ValidateQueue(p.Queue); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
 	for _, k := range p.Kinds {
-		if err := ValidateKind(k); err != nil {
+		if err := app.ValidateKind(k); err != nil {
 			return fmt.Errorf("worker: kind %w", err)
 		}
 	}
 	if p.Concurrency == 0 {
 		p.Concurrency = 1
 	}
-	if p.Concurrency < 0 || p.Concurrency > MaxClaim {
-		return fmt.Errorf("worker: concurrency %d is not between 1 and %d", p.Concurrency, MaxClaim)
+	if p.Concurrency < 0 || p.Concurrency > app.MaxClaim {
+		return fmt.Errorf("worker: concurrency %d is not between 1 and %d", p.Concurrency, app.MaxClaim)
 	}
 	if p.Timeout < 0 || p.Grace < 0 || p.AbandonAfter < 0 || p.PollWait < 0 {
 		return errors.New("worker: durations must not be negative")
@@ -174,7 +181,7 @@ func (p *Pool) Start(ctx context.Context) error {
 	if p.PollWait == 0 {
 		p.PollWait = defaultPollWait
 	}
-	p.PollWait = min(p.PollWait, MaxWait)
+	p.PollWait = min(p.PollWait, app.MaxWait)
 	if p.AbandonAfter == 0 {
 		p.AbandonAfter = defaultAbandonAfter
 	}
@@ -305,9 +312,9 @@ func (p *Pool) claimLoop() {
 				break fill
 			}
 		}
-		wait := Duration(p.PollWait)
+		wait := app.Duration(p.PollWait)
 		began := time.Now()
-		jobs, err := p.Backend.Claim(p.claimCtx, p.Queue, ClaimInput{WorkerID: p.WorkerID, Limit: n, Wait: &wait, Kinds: p.Kinds})
+		jobs, err := p.Backend.Claim(p.claimCtx, p.Queue, app.ClaimInput{WorkerID: p.WorkerID, Limit: n, Wait: &wait, Kinds: p.Kinds})
 		for i := len(jobs); i < n; i++ {
 			<-p.slots
 		}
@@ -374,7 +381,7 @@ func (p *Pool) sleep(ctx context.Context, d time.Duration) bool {
 // of the larger allocations of a busy worker.
 type jobLog struct {
 	base    *zerolog.Logger
-	job     *Job
+	job     *app.Job
 	attempt bool // with the job's attempt
 	once    sync.Once
 	l       zerolog.Logger
@@ -398,7 +405,7 @@ type outcome struct {
 }
 
 // work runs one job from claim to its report, then frees its slot.
-func (p *Pool) work(job *Job) {
+func (p *Pool) work(job *app.Job) {
 	handlerDone := make(chan struct{})
 	abandoned := false
 	defer func() {
@@ -412,7 +419,7 @@ func (p *Pool) work(job *Job) {
 	log := &jobLog{base: &p.Log, job: job, attempt: true}
 	leaseLen := job.Timeout.D()
 	if leaseLen <= 0 {
-		leaseLen = DefaultTimeout
+		leaseLen = app.DefaultTimeout
 	}
 	timeout := p.Timeout
 	if timeout <= 0 {
@@ -464,7 +471,7 @@ func (p *Pool) work(job *Job) {
 
 // call runs the handler, turning a panic into an error. After ctx ends it
 // waits at most AbandonAfter for the handler to return.
-func (p *Pool) call(ctx context.Context, job *Job, done chan struct{}, log *jobLog) (outcome, bool) {
+func (p *Pool) call(ctx context.Context, job *app.Job, done chan struct{}, log *jobLog) (outcome, bool) {
 	ch := make(chan outcome, 1)
 	go func() {
 		defer close(done)
@@ -496,7 +503,7 @@ func (p *Pool) call(ctx context.Context, job *Job, done chan struct{}, log *jobL
 // heartbeat extends the lease, now and then every interval (a third of the
 // lease), until stop is closed; it cancels the run when the lease is lost
 // or a cancel requested.
-func (p *Pool) heartbeat(log *jobLog, job *Job, leaseLen, interval time.Duration, cancel context.CancelCauseFunc, stop, done chan struct{}) {
+func (p *Pool) heartbeat(log *jobLog, job *app.Job, leaseLen, interval time.Duration, cancel context.CancelCauseFunc, stop, done chan struct{}) {
 	defer close(done)
 	bo := retryDelay{max: interval}
 	var t *time.Timer
@@ -521,7 +528,7 @@ func (p *Pool) heartbeat(log *jobLog, job *Job, leaseLen, interval time.Duration
 			if l.CancelRequested {
 				cancel(errCancelRequested)
 			}
-		case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrNotFound):
+		case errors.Is(err, app.ErrLeaseLost), errors.Is(err, app.ErrNotFound):
 			cancel(errLeaseLost)
 			return
 		case p.ioCtx.Err() != nil:
@@ -562,7 +569,7 @@ func (p *Pool) report(log *jobLog, what string, until time.Time, fn func(context
 		switch {
 		case err == nil:
 			return nil
-		case errors.Is(err, ErrLeaseLost):
+		case errors.Is(err, app.ErrLeaseLost):
 			log.get().Warn().Err(err).Msg(what + ": lease lost; the job was recovered or finished elsewhere")
 			return err
 		case !Retryable(err) && p.ioCtx.Err() == nil:
@@ -582,13 +589,13 @@ func (p *Pool) report(log *jobLog, what string, until time.Time, fn func(context
 }
 
 // complete acknowledges a job with its result, through the batcher.
-func (p *Pool) complete(log *jobLog, job *Job, leaseLen time.Duration, result any) {
+func (p *Pool) complete(log *jobLog, job *app.Job, leaseLen time.Duration, result any) {
 	raw, err := encodeResult(result)
 	if err != nil {
 		p.fail(log, job, leaseLen, err.Error(), false)
 		return
 	}
-	item := Completion{ID: job.ID, Lease: job.Lease, Result: raw}
+	item := app.Completion{ID: job.ID, Lease: job.Lease, Result: raw}
 	if p.report(log, "complete", p.deadline(leaseLen), func(ctx context.Context) error { return p.ack(ctx, item) }) == nil {
 		if log.base.GetLevel() <= zerolog.DebugLevel && zerolog.GlobalLevel() <= zerolog.DebugLevel {
 			log.get().Debug().Msg("job done")
@@ -614,27 +621,27 @@ func encodeResult(result any) (json.RawMessage, error) {
 		}
 		raw = b
 	}
-	if len(raw) > MaxResultBytes {
-		return nil, fmt.Errorf("handler result is %d bytes of JSON; the limit is %d", len(raw), MaxResultBytes)
+	if len(raw) > app.MaxResultBytes {
+		return nil, fmt.Errorf("handler result is %d bytes of JSON; the limit is %d", len(raw), app.MaxResultBytes)
 	}
 	return raw, nil
 }
 
 // fail reports a failed attempt.
-func (p *Pool) fail(log *jobLog, job *Job, leaseLen time.Duration, msg string, retry bool) {
-	var res *FailResult
+func (p *Pool) fail(log *jobLog, job *app.Job, leaseLen time.Duration, msg string, retry bool) {
+	var res *app.FailResult
 	err := p.report(log, "fail", p.deadline(leaseLen), func(ctx context.Context) error {
 		var err error
 		res, err = p.Backend.Fail(ctx, job.ID, job.Lease, msg, retry, 0)
 		return err
 	})
 	if err == nil {
-		log.get().Warn().Str("outcome", res.Outcome).Bool("retry", retry).Str("error", TruncateString(msg, 1024)).Msg("job failed")
+		log.get().Warn().Str("outcome", res.Outcome).Bool("retry", retry).Str("error", app.TruncateString(msg, 1024)).Msg("job failed")
 	}
 }
 
 // release gives a job's lease back at once without counting the attempt.
-func (p *Pool) release(job *Job, why string) {
+func (p *Pool) release(job *app.Job, why string) {
 	log := &jobLog{base: &p.Log, job: job}
 	if p.report(log, "give lease back", time.Now().Add(releaseWindow), func(ctx context.Context) error {
 		return p.Backend.Snooze(ctx, job.ID, job.Lease, 0)
@@ -645,12 +652,12 @@ func (p *Pool) release(job *Job, why string) {
 
 // ackRequest is one completion waiting for its batch.
 type ackRequest struct {
-	item Completion
+	item app.Completion
 	done chan error
 }
 
 // ack sends one completion through the batcher and waits for its answer.
-func (p *Pool) ack(ctx context.Context, item Completion) error {
+func (p *Pool) ack(ctx context.Context, item app.Completion) error {
 	req := ackRequest{item: item, done: make(chan error, 1)}
 	select {
 	case p.acks <- req:
@@ -680,7 +687,7 @@ func (p *Pool) batcher() {
 			linger = t.C
 		}
 	collect:
-		for len(batch) < MaxCompleteBatch && size < ackBatchBytes {
+		for len(batch) < app.MaxCompleteBatch && size < ackBatchBytes {
 			select {
 			case r := <-p.acks:
 				batch = append(batch, r)
@@ -702,7 +709,7 @@ func (p *Pool) batcher() {
 		if t != nil {
 			t.Stop()
 		}
-		items := make([]Completion, len(batch))
+		items := make([]app.Completion, len(batch))
 		for i, r := range batch {
 			items[i] = r.item
 		}
@@ -731,7 +738,7 @@ func (p *Pool) batcher() {
 }
 
 // completeBatch is one CompleteBatch call.
-func (p *Pool) completeBatch(items []Completion) ([]error, error) {
+func (p *Pool) completeBatch(items []app.Completion) ([]error, error) {
 	ctx, c := context.WithTimeout(p.ioCtx, callTimeout)
 	defer c()
 	errs, err := p.Backend.CompleteBatch(ctx, items)

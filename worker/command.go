@@ -1,4 +1,4 @@
-package app
+package worker
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/queuehq/queue/app"
 )
 
 // CommandConfig is a command that runs once per job (SPEC section 5).
@@ -30,7 +31,7 @@ type CommandConfig struct {
 	Env map[string]string
 	// PassEnv names further variables copied from the worker's own
 	// environment on purpose (e.g. AWS_REGION); unset ones are left out.
-	// A name that ValidatePassEnv refuses (QUEUE_*) fails every job.
+	// A name that app.ValidatePassEnv refuses (QUEUE_*) fails every job.
 	PassEnv []string
 	// KillGrace is how long the process group has between SIGTERM and
 	// SIGKILL, and how long its output is read after it exits. If zero, 10s.
@@ -73,7 +74,7 @@ func CommandHandler(cfg CommandConfig) Handler {
 		grace = DefaultKillGrace
 	}
 	base, envErr := commandEnv(os.Environ(), cfg.Env, cfg.PassEnv)
-	return func(ctx context.Context, job *Job) (any, error) {
+	return func(ctx context.Context, job *app.Job) (any, error) {
 		if len(cfg.Command) == 0 || cfg.Command[0] == "" {
 			return nil, Permanent(errors.New("no command configured"))
 		}
@@ -97,7 +98,7 @@ func CommandHandler(cfg CommandConfig) Handler {
 			payload = []byte("null")
 		}
 		cmd.Stdin = bytes.NewReader(payload)
-		stdout := &headBuffer{limit: MaxResultBytes}
+		stdout := &headBuffer{limit: app.MaxResultBytes}
 		stderr := &tailBuffer{limit: StderrTailBytes}
 		cmd.Stdout, cmd.Stderr = stdout, stderr
 		cmd.WaitDelay = grace // a detached grandchild holding the pipes cannot hold the job
@@ -160,10 +161,10 @@ const defaultPath = "/usr/local/bin:/usr/bin:/bin"
 // worker's environment is passed on, so its secrets (QUEUE_TOKEN, a password
 // in QUEUE_DB) never reach a job. The job's variables are left out of env,
 // since the job's own values win. The result is sorted by name. It returns
-// an error if a name in pass is refused by ValidatePassEnv.
+// an error if a name in pass is refused by app.ValidatePassEnv.
 func commandEnv(environ []string, env map[string]string, pass []string) ([]string, error) {
 	for _, name := range pass {
-		if err := ValidatePassEnv(name); err != nil {
+		if err := app.ValidatePassEnv(name); err != nil {
 			return nil, err
 		}
 	}
@@ -201,22 +202,6 @@ func inheritable(name string) bool {
 	return strings.HasPrefix(name, "LC_")
 }
 
-// ValidatePassEnv checks a name to copy from the worker's environment into
-// a command's: letters, digits and '_', not starting with a digit, and not
-// QUEUE_*: those are the queue's own settings and secrets (QUEUE_TOKEN,
-// QUEUE_DB); give a job one on purpose as a configured variable instead.
-func ValidatePassEnv(name string) error {
-	if !envNameRE.MatchString(name) {
-		return fmt.Errorf("%q is not a variable name (letters, digits and '_', not starting with a digit)", name)
-	}
-	if strings.HasPrefix(name, "QUEUE_") {
-		return fmt.Errorf("%q: QUEUE_* variables are the queue's own settings and secrets and are never passed on; to give jobs such a value on purpose, set it with env in [[workers]] or --env of queue work", name)
-	}
-	return nil
-}
-
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
 // commandResult turns the start of stdout (total bytes in all) into a result.
 func commandResult(head []byte, total int64) json.RawMessage {
 	truncated := total > int64(len(head))
@@ -228,12 +213,12 @@ func commandResult(head []byte, total int64) json.RawMessage {
 		if json.Valid(out) {
 			return bytes.Clone(out)
 		}
-		if s, n := jsonString(out, MaxResultBytes); n == len(out) {
+		if s, n := jsonString(out, app.MaxResultBytes); n == len(out) {
 			return s
 		}
 	}
 	const room = 64 // for the object around the output
-	s, _ := jsonString(head, MaxResultBytes-room)
+	s, _ := jsonString(head, app.MaxResultBytes-room)
 	var b bytes.Buffer
 	b.Grow(len(s) + room)
 	fmt.Fprintf(&b, `{"truncated":true,"output_bytes":%d,"output":`, total)
