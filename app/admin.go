@@ -333,9 +333,9 @@ func (s *Service) bulkJobs(ctx context.Context, action string, f JobFilter, in B
 		for {
 			var ids []int64
 			if action == BulkMove {
-				ids, err = s.Store.MoveToDead(ctx, f, nil)
+				ids, err = MoveToDead(ctx, s.Store, f, nil)
 			} else {
-				ids, err = s.Store.Drain(ctx, f, nil)
+				ids, err = Drain(ctx, s.Store, f, nil)
 			}
 			if err != nil {
 				return &BulkResult{Count: total}, err

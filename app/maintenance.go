@@ -19,7 +19,7 @@ type Maintainer struct {
 func (m *Maintainer) Tick(ctx context.Context) error {
 	s := m.Service
 	for i := 0; i < 100; i++ {
-		n, err := s.Store.RecoverStale(ctx, BulkBatch, s.Config.Backoff)
+		n, err := RecoverStale(ctx, s.Store, BulkBatch, s.Config.Backoff)
 		if err != nil {
 			return err
 		}

@@ -470,7 +470,7 @@ func (s *Service) Fail(ctx context.Context, id int64, in FailInput) (*FailResult
 	if req.Error == "" {
 		req.Error = "failed"
 	}
-	return s.Store.Fail(ctx, req)
+	return Fail(ctx, s.Store, req)
 }
 
 // Snooze puts a processing job back for delay without counting the attempt.
@@ -478,7 +478,7 @@ func (s *Service) Snooze(ctx context.Context, id, lease int64, delay time.Durati
 	if delay < 0 || delay > MaxDelay {
 		return nil, Invalid("delay", "delay must be between 0s and 10 years")
 	}
-	return s.Store.Snooze(ctx, id, lease, delay)
+	return Snooze(ctx, s.Store, id, lease, delay)
 }
 
 // Cancel cancels job id. Without a lease it is an operator's request (and
@@ -488,7 +488,7 @@ func (s *Service) Cancel(ctx context.Context, id int64, lease *int64, actor stri
 	if lease == nil {
 		req.Audit = &AuditEntry{Actor: actor, Action: "job.cancel", Target: "job " + strconv.FormatInt(id, 10)}
 	}
-	return s.Store.Cancel(ctx, req)
+	return Cancel(ctx, s.Store, req)
 }
 
 // Once takes the once-record key (SPEC section 5) for holdFor (default 5m).

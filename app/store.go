@@ -50,6 +50,9 @@ type Leader interface {
 
 // JobStore submits, reads and moves jobs through their lifecycle.
 type JobStore interface {
+	// Writer runs the lifecycle of this package (Fail, Snooze, Cancel,
+	// RecoverStale, Drain, MoveToDead) in one transaction over the store's Tx.
+	Writer
 	// Submit inserts jobs all or nothing. A job whose idempotency key is
 	// already used in its queue (by a stored job or dead-letter row) inserts
 	// nothing and comes back with Existing set, or fails the whole call with
@@ -81,15 +84,6 @@ type JobStore interface {
 	// fenced on its own, so the slice of errors matches items one to one.
 	// The error is for the call as a whole (the store failed).
 	Complete(ctx context.Context, items []Completion) ([]error, error)
-	// Fail records a failed attempt and retries the job with backoff, or
-	// moves it to the dead-letter queue (see DecideFail).
-	Fail(ctx context.Context, req FailRequest) (*FailResult, error)
-	// Snooze puts a processing job back to queued with run_at = now+delay,
-	// giving back the attempt it used.
-	Snooze(ctx context.Context, id, lease int64, delay time.Duration) (*Job, error)
-	// Cancel cancels a queued job, requests the cancel of a processing one,
-	// or, with a lease, finishes a cancel the worker acknowledges.
-	Cancel(ctx context.Context, req CancelRequest) (*Job, error)
 	// CountJobs counts jobs matching f (cursor fields ignored).
 	CountJobs(ctx context.Context, f JobFilter) (int, error)
 }
@@ -107,16 +101,10 @@ type DeadLetterStore interface {
 	// Purge deletes the dead-letter rows matching f (at most f.Limit) in one
 	// transaction and returns their ids.
 	Purge(ctx context.Context, f DeadFilter, audit *AuditEntry) ([]int64, error)
-	// MoveToDead moves queued jobs matching f (at most f.Limit) to the
-	// dead-letter queue with reason admin_move, in one transaction.
-	MoveToDead(ctx context.Context, f JobFilter, audit *AuditEntry) ([]int64, error)
 }
 
 // QueueStore keeps the queues' state and counts.
 type QueueStore interface {
-	// Drain cancels queued jobs matching f (at most f.Limit) with reason
-	// drained, in one transaction.
-	Drain(ctx context.Context, f JobFilter, audit *AuditEntry) ([]int64, error)
 	// Queues returns every queue that has jobs, dead-letter rows or state.
 	Queues(ctx context.Context) ([]QueueState, error)
 	// SetPaused pauses or resumes queue; the state survives restarts.
@@ -129,10 +117,6 @@ type QueueStore interface {
 
 // MaintenanceStore is the work of the maintenance loop and retention.
 type MaintenanceStore interface {
-	// RecoverStale finishes up to limit processing jobs whose lease expired:
-	// cancelled if a cancel was requested, else a failed attempt (retried, or
-	// dead-lettered with reason lease_expired on the last attempt).
-	RecoverStale(ctx context.Context, limit int, backoff BackoffFunc) (int, error)
 	// ExpireTTL cancels up to limit queued jobs whose expires_at passed.
 	ExpireTTL(ctx context.Context, limit int) (int, error)
 	// DeleteOld deletes up to req.Limit rows of req.What older than req.Before

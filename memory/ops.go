@@ -106,8 +106,7 @@ func (s *Store) Replay(ctx context.Context, req app.ReplayRequest) ([]*app.Job, 
 			t.event(app.EventDLQReplayed, d.ID, d.Queue, d.Kind, map[string]any{"dead_letter_id": d.ID, "job_id": j.ID})
 			out = append(out, copyJob(j))
 		}
-		t.audit(req.Audit, len(out))
-		return nil
+		return t.Audit(req.Audit, len(out))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
@@ -125,57 +124,16 @@ func (s *Store) Purge(ctx context.Context, f app.DeadFilter, audit *app.AuditEnt
 			t.event(app.EventDLQPurged, d.ID, d.Queue, d.Kind, nil)
 			ids = append(ids, d.ID)
 		}
-		if err := t.fault(app.FaultDelete, 0); err != nil {
+		if err := t.Fault(app.FaultDelete, 0); err != nil {
 			return err
 		}
 		if len(ids) == 0 && len(f.IDs) == 1 {
 			return fmt.Errorf("dead-letter row %d: %w", f.IDs[0], app.ErrNotFound)
 		}
-		t.audit(audit, len(ids))
-		return nil
+		return t.Audit(audit, len(ids))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("purge: %w", err)
-	}
-	return ids, nil
-}
-
-// MoveToDead implements app.Store.
-func (s *Store) MoveToDead(ctx context.Context, f app.JobFilter, audit *app.AuditEntry) ([]int64, error) {
-	var ids []int64
-	err := s.write(ctx, func(t *tx) error {
-		f.Status, f.StatusIn, f.Asc = "", []app.Status{app.StatusQueued}, true
-		for _, j := range s.selectJobs(f, t.now, app.BulkBatch) {
-			if _, err := t.moveToDead(copyJob(j), app.ReasonAdminMove); err != nil {
-				return err
-			}
-			ids = append(ids, j.ID)
-		}
-		t.audit(audit, len(ids))
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("move to dead-letter queue: %w", err)
-	}
-	return ids, nil
-}
-
-// Drain implements app.Store.
-func (s *Store) Drain(ctx context.Context, f app.JobFilter, audit *app.AuditEntry) ([]int64, error) {
-	var ids []int64
-	err := s.write(ctx, func(t *tx) error {
-		f.Status, f.StatusIn, f.Asc = "", []app.Status{app.StatusQueued}, true
-		for _, j := range s.selectJobs(f, t.now, app.BulkBatch) {
-			if _, err := t.finishCancel(copyJob(j), app.CancelDrained); err != nil {
-				return err
-			}
-			ids = append(ids, j.ID)
-		}
-		t.audit(audit, len(ids))
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("drain: %w", err)
 	}
 	return ids, nil
 }
@@ -206,10 +164,9 @@ func (s *Store) SetPaused(ctx context.Context, queue string, paused bool, audit 
 			t.event(app.EventQueuePaused, 0, queue, "", nil)
 		} else {
 			t.event(app.EventQueueResumed, 0, queue, "", nil)
-			t.wake = append(t.wake, queue)
+			t.Wake(queue)
 		}
-		t.audit(audit, 1)
-		return nil
+		return t.Audit(audit, 1)
 	})
 }
 
@@ -297,42 +254,6 @@ func (s *Store) Throughput(ctx context.Context, since time.Time) ([]app.MinuteCo
 	return out, nil
 }
 
-// RecoverStale implements app.Store.
-func (s *Store) RecoverStale(ctx context.Context, limit int, backoff app.BackoffFunc) (int, error) {
-	n := 0
-	err := s.write(ctx, func(t *tx) error {
-		var stale []*app.Job
-		for _, j := range s.jobs {
-			if j.Status == app.StatusProcessing && j.LeaseExpiresAt != nil && !j.LeaseExpiresAt.After(t.now) {
-				stale = append(stale, j)
-			}
-		}
-		sort.Slice(stale, func(a, b int) bool { return stale[a].LeaseExpiresAt.Before(*stale[b].LeaseExpiresAt) })
-		if len(stale) > max(limit, 1) {
-			stale = stale[:max(limit, 1)]
-		}
-		for _, old := range stale {
-			j := copyJob(old)
-			t.event(app.EventLeaseLost, j.ID, j.Queue, j.Kind, map[string]any{"lease": j.Lease, "worker_id": j.WorkerID, "attempt": j.Attempts})
-			var err error
-			if j.CancelRequested {
-				_, err = t.finishCancel(j, "")
-			} else {
-				_, err = t.failAttempt(j, app.LeaseExpiredError, true, true, 0, backoff)
-			}
-			if err != nil {
-				return err
-			}
-			n++
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("recover stale leases: %w", err)
-	}
-	return n, nil
-}
-
 // ExpireTTL implements app.Store.
 func (s *Store) ExpireTTL(ctx context.Context, limit int) (int, error) {
 	n := 0
@@ -354,7 +275,7 @@ func (s *Store) ExpireTTL(ctx context.Context, limit int) (int, error) {
 			if err := t.putJob(j); err != nil {
 				return err
 			}
-			if err := t.fault(app.FaultCancel, j.ID); err != nil {
+			if err := t.Fault(app.FaultCancel, j.ID); err != nil {
 				return err
 			}
 			t.event(app.EventExpired, j.ID, j.Queue, j.Kind, nil)
@@ -384,7 +305,7 @@ func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, e
 					n++
 				}
 			}
-			return t.fault(app.FaultDelete, 0)
+			return t.Fault(app.FaultDelete, 0)
 		case app.OldDead:
 			for _, d := range s.selectDead(app.DeadFilter{OlderThan: req.Before, Asc: true}, len(s.dead)+1) {
 				if n < limit && inScope(d.Queue) {
@@ -392,7 +313,7 @@ func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, e
 					n++
 				}
 			}
-			return t.fault(app.FaultDelete, 0)
+			return t.Fault(app.FaultDelete, 0)
 		case app.OldEvents:
 			old := s.events
 			keep := old[:0:0]
@@ -510,8 +431,7 @@ func (s *Store) LastFire(ctx context.Context, entry string) (time.Time, error) {
 // RecordAudit implements app.Store.
 func (s *Store) RecordAudit(ctx context.Context, e app.AuditEntry) error {
 	return s.write(ctx, func(t *tx) error {
-		t.audit(&e, e.Count)
-		return nil
+		return t.Audit(&e, e.Count)
 	})
 }
 

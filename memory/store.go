@@ -113,12 +113,13 @@ func (s *Store) write(ctx context.Context, fn func(*tx) error) (err error) {
 	return fn(t)
 }
 
+// event records an event with data (if not nil) marshalled to JSON.
 func (t *tx) event(typ string, jobID int64, queue, kind string, data any) {
-	var raw json.RawMessage
+	var raw []byte
 	if data != nil {
 		raw, _ = json.Marshal(data)
 	}
-	t.events = append(t.events, app.Event{Type: typ, JobID: jobID, Queue: queue, Kind: kind, At: t.now, Data: raw})
+	t.Event(typ, jobID, queue, kind, raw)
 }
 
 // putJob stores j (checking the status guard against the stored row) and
@@ -190,7 +191,122 @@ func (t *tx) setQueue(name string, fn func(q *queueState)) {
 	t.undo = append(t.undo, func() { *q = old })
 }
 
-func (t *tx) count(queue string, completed, failed int64) {
+// The methods below make tx an app.Tx, the steps of the lifecycle that
+// package app writes once. Each changes one row through putJob, putDead or
+// deleteJob (so the status guard and the undo log apply) and hands back
+// copies, never the store's own pointers.
+var _ app.Tx = (*tx)(nil)
+
+// Now implements app.Tx.
+func (t *tx) Now() time.Time { return t.now }
+
+// Job implements app.Tx.
+func (t *tx) Job(id int64) (*app.Job, error) {
+	j, ok := t.s.jobs[id]
+	if !ok {
+		if _, dead := t.s.dead[id]; dead {
+			return nil, fmt.Errorf("job %d is in the dead-letter queue: %w", id, app.ErrIllegalTransition)
+		}
+		return nil, fmt.Errorf("job %d: %w", id, app.ErrNotFound)
+	}
+	return copyJob(j), nil
+}
+
+// Processing implements app.Tx.
+func (t *tx) Processing(id, lease int64) (*app.Job, error) {
+	j, err := t.s.fenced(id, lease)
+	if err != nil {
+		return nil, err
+	}
+	return copyJob(j), nil
+}
+
+// Stale implements app.Tx.
+func (t *tx) Stale(limit int) ([]*app.Job, error) {
+	var stale []*app.Job
+	for _, j := range t.s.jobs {
+		if j.Status == app.StatusProcessing && j.LeaseExpiresAt != nil && !j.LeaseExpiresAt.After(t.now) {
+			stale = append(stale, j)
+		}
+	}
+	sort.Slice(stale, func(a, b int) bool { return stale[a].LeaseExpiresAt.Before(*stale[b].LeaseExpiresAt) })
+	return copyJobs(stale[:min(len(stale), max(limit, 1))]), nil
+}
+
+// Jobs implements app.Tx. Like the databases', it reads in ascending id order.
+func (t *tx) Jobs(f app.JobFilter) ([]*app.Job, error) {
+	f.Asc = true
+	return copyJobs(t.s.selectJobs(f, t.now, app.BulkBatch)), nil
+}
+
+// Requeue implements app.Tx.
+func (t *tx) Requeue(j *app.Job, runAt time.Time, giveBack bool) (*app.Job, error) {
+	nj := copyJob(j)
+	nj.Status = app.StatusQueued
+	nj.RunAt = runAt.Truncate(time.Millisecond)
+	if giveBack {
+		nj.Attempts--
+	}
+	nj.UpdatedAt, nj.LeaseExpiresAt, nj.WorkerID = t.now, nil, ""
+	if err := t.putJob(nj); err != nil {
+		return nil, err
+	}
+	return copyJob(nj), nil
+}
+
+// Cancel implements app.Tx.
+func (t *tx) Cancel(j *app.Job, reason string) (*app.Job, error) {
+	nj := copyJob(j)
+	nj.Status, nj.CancelReason = app.StatusCancelled, reason
+	nj.FinishedAt, nj.UpdatedAt, nj.LeaseExpiresAt = ptr(t.now), t.now, nil
+	if err := t.putJob(nj); err != nil {
+		return nil, err
+	}
+	return copyJob(nj), nil
+}
+
+// RequestCancel implements app.Tx.
+func (t *tx) RequestCancel(j *app.Job, reason string) (*app.Job, error) {
+	nj := copyJob(j)
+	nj.CancelRequested = true
+	if nj.CancelReason == "" {
+		nj.CancelReason = reason
+	}
+	nj.UpdatedAt = t.now
+	if err := t.putJob(nj); err != nil {
+		return nil, err
+	}
+	return copyJob(nj), nil
+}
+
+// InsertDead implements app.Tx.
+func (t *tx) InsertDead(d *app.DeadJob) error {
+	t.putDead(copyDead(d))
+	return nil
+}
+
+// DeleteJob implements app.Tx.
+func (t *tx) DeleteJob(id int64) error {
+	if _, ok := t.s.jobs[id]; !ok {
+		return fmt.Errorf("job %d: %w", id, app.ErrNotFound)
+	}
+	t.deleteJob(id)
+	return nil
+}
+
+// Event implements app.Tx.
+func (t *tx) Event(typ string, jobID int64, queue, kind string, data []byte) {
+	t.events = append(t.events, app.Event{Type: typ, JobID: jobID, Queue: queue, Kind: kind, At: t.now, Data: data})
+}
+
+// Moved implements app.Tx; Stats counts the maps, so there is nothing to keep.
+func (t *tx) Moved(queue string, from, to app.Status, n int) {}
+
+// AttemptEnded implements app.Tx; the job row holds all there is.
+func (t *tx) AttemptEnded(j *app.Job) {}
+
+// Count implements app.Tx.
+func (t *tx) Count(queue string, completed, failed int64) {
 	k := countKey{queue, t.now.Unix()}
 	c := t.s.throughput[k]
 	if c == nil {
@@ -202,9 +318,13 @@ func (t *tx) count(queue string, completed, failed int64) {
 	t.undo = append(t.undo, func() { c[0] -= completed; c[1] -= failed })
 }
 
-func (t *tx) audit(e *app.AuditEntry, n int) {
+// Wake implements app.Tx.
+func (t *tx) Wake(queue string) { t.wake = append(t.wake, queue) }
+
+// Audit implements app.Tx.
+func (t *tx) Audit(e *app.AuditEntry, n int) error {
 	if e == nil {
-		return
+		return nil
 	}
 	a := *e
 	if a.At.IsZero() {
@@ -218,13 +338,21 @@ func (t *tx) audit(e *app.AuditEntry, n int) {
 	t.s.audit = append(t.s.audit, a)
 	size := len(t.s.audit)
 	t.undo = append(t.undo, func() { t.s.audit = t.s.audit[:size-1] })
+	return nil
 }
 
-func (t *tx) fault(point app.FaultPoint, id int64) error {
+// Fault implements app.Tx.
+func (t *tx) Fault(point app.FaultPoint, id int64) error {
 	if f := t.s.opts.Fault; f != nil {
 		return f(context.Background(), point, id)
 	}
 	return nil
+}
+
+// Write implements app.Writer: fn runs under the lock as one all-or-nothing
+// change.
+func (s *Store) Write(ctx context.Context, fn func(app.Tx) error) error {
+	return s.write(ctx, func(t *tx) error { return fn(t) })
 }
 
 // copyJob returns a deep copy, so callers never share the store's memory.
@@ -243,6 +371,14 @@ func copyJob(j *app.Job) *app.Job {
 		c.ReplayedFrom = &v
 	}
 	return &c
+}
+
+func copyJobs(js []*app.Job) []*app.Job {
+	out := make([]*app.Job, len(js))
+	for i, j := range js {
+		out[i] = copyJob(j)
+	}
+	return out
 }
 
 func copyDead(d *app.DeadJob) *app.DeadJob {
@@ -343,11 +479,11 @@ func (t *tx) insert(nj *app.NewJob) (*app.Job, error) {
 	if err := t.putJob(j); err != nil {
 		return nil, err
 	}
-	if err := t.fault(app.FaultJobInsert, id); err != nil {
+	if err := t.Fault(app.FaultJobInsert, id); err != nil {
 		return nil, err
 	}
 	t.event(app.EventSubmitted, id, j.Queue, j.Kind, nil)
-	t.wake = append(t.wake, j.Queue)
+	t.Wake(j.Queue)
 	return j, nil
 }
 
@@ -547,10 +683,10 @@ func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, er
 			if err := t.putJob(j); err != nil {
 				return err
 			}
-			if err := t.fault(app.FaultClaim, j.ID); err != nil {
+			if err := t.Fault(app.FaultClaim, j.ID); err != nil {
 				return err
 			}
-			t.events = append(t.events, app.Event{Type: app.EventStarted, JobID: j.ID, Queue: j.Queue, Kind: j.Kind, At: t.now, Data: app.StartedData(j)})
+			t.Event(app.EventStarted, j.ID, j.Queue, j.Kind, app.StartedData(j))
 			out = append(out, copyJob(j))
 		}
 		if req.Rate > 0 {
@@ -633,12 +769,12 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 			if err := t.putJob(j); err != nil {
 				return err
 			}
-			if err := t.fault(app.FaultComplete, j.ID); err != nil {
+			if err := t.Fault(app.FaultComplete, j.ID); err != nil {
 				return err
 			}
-			t.events = append(t.events, app.Event{Type: app.EventSucceeded, JobID: j.ID, Queue: j.Queue, Kind: j.Kind, At: t.now, Data: app.FinishedData(j.StartedAt, t.now)})
-			t.count(j.Queue, 1, 0)
-			t.wake = append(t.wake, j.Queue)
+			t.Event(app.EventSucceeded, j.ID, j.Queue, j.Kind, app.FinishedData(j.StartedAt, t.now))
+			t.Count(j.Queue, 1, 0)
+			t.Wake(j.Queue)
 		}
 		return nil
 	})
@@ -646,181 +782,6 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 		return nil, fmt.Errorf("complete: %w", err)
 	}
 	return errs, nil
-}
-
-// Fail implements app.Store.
-func (s *Store) Fail(ctx context.Context, req app.FailRequest) (*app.FailResult, error) {
-	var res *app.FailResult
-	err := s.write(ctx, func(t *tx) error {
-		old, err := s.fenced(req.ID, req.Lease)
-		if err != nil {
-			return err
-		}
-		res, err = t.failAttempt(copyJob(old), req.Error, req.Retry, false, req.RetryIn, req.Backoff)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("fail job %d: %w", req.ID, err)
-	}
-	return res, nil
-}
-
-func (t *tx) failAttempt(j *app.Job, msg string, retry, leaseExpired bool, retryIn time.Duration, backoff app.BackoffFunc) (*app.FailResult, error) {
-	j.Errors = app.AppendError(j.Errors, j.Attempts, msg, t.now)
-	d := app.DecideFail(j, retry, leaseExpired, retryIn, backoff, t.now)
-	switch d.Outcome {
-	case app.OutcomeDeadLettered:
-		dead, err := t.moveToDead(j, d.Reason)
-		if err != nil {
-			return nil, err
-		}
-		t.count(j.Queue, 0, 1)
-		return &app.FailResult{Outcome: d.Outcome, Dead: copyDead(dead)}, nil
-	case app.OutcomeCancelled:
-		nj, err := t.finishCancel(j, "")
-		if err != nil {
-			return nil, err
-		}
-		return &app.FailResult{Outcome: d.Outcome, Job: nj}, nil
-	}
-	j.Status = app.StatusQueued
-	j.RunAt = d.RunAt.Truncate(time.Millisecond)
-	j.UpdatedAt, j.LeaseExpiresAt, j.WorkerID = t.now, nil, ""
-	if err := t.putJob(j); err != nil {
-		return nil, err
-	}
-	if err := t.fault(app.FaultRequeue, j.ID); err != nil {
-		return nil, err
-	}
-	t.event(app.EventRetryScheduled, j.ID, j.Queue, j.Kind, map[string]any{"attempt": j.Attempts, "run_at": app.FormatTime(j.RunAt), "error": app.TruncateString(msg, 1024)})
-	t.count(j.Queue, 0, 1)
-	t.wake = append(t.wake, j.Queue)
-	return &app.FailResult{Outcome: d.Outcome, Job: copyJob(j)}, nil
-}
-
-// moveToDead moves j to the dead-letter map: both steps or neither.
-func (t *tx) moveToDead(j *app.Job, reason string) (*app.DeadJob, error) {
-	d := app.DeadFromJob(j, reason, t.now)
-	t.putDead(d)
-	if err := t.fault(app.FaultDeadLetterInsert, j.ID); err != nil {
-		return nil, fmt.Errorf("dead-letter job %d: %w", j.ID, err)
-	}
-	if _, ok := t.s.jobs[j.ID]; !ok {
-		return nil, fmt.Errorf("dead-letter job %d: not in jobs", j.ID)
-	}
-	t.deleteJob(j.ID)
-	t.event(app.EventDeadLettered, j.ID, j.Queue, j.Kind, map[string]any{"reason": reason, "attempts": j.Attempts})
-	return d, nil
-}
-
-func (t *tx) finishCancel(j *app.Job, reason string) (*app.Job, error) {
-	if reason != "" {
-		j.CancelReason = reason
-	}
-	if j.CancelReason == "" {
-		j.CancelReason = app.CancelRequested
-	}
-	j.Status = app.StatusCancelled
-	j.FinishedAt, j.UpdatedAt, j.LeaseExpiresAt = ptr(t.now), t.now, nil
-	if err := t.putJob(j); err != nil {
-		return nil, err
-	}
-	if err := t.fault(app.FaultCancel, j.ID); err != nil {
-		return nil, err
-	}
-	t.event(app.EventCancelled, j.ID, j.Queue, j.Kind, nil)
-	t.wake = append(t.wake, j.Queue)
-	return copyJob(j), nil
-}
-
-// Snooze implements app.Store.
-func (s *Store) Snooze(ctx context.Context, id, lease int64, delay time.Duration) (*app.Job, error) {
-	var out *app.Job
-	err := s.write(ctx, func(t *tx) error {
-		old, err := s.fenced(id, lease)
-		if err != nil {
-			return err
-		}
-		j := copyJob(old)
-		if j.CancelRequested {
-			out, err = t.finishCancel(j, "")
-			return err
-		}
-		j.Status = app.StatusQueued
-		j.RunAt = t.now.Add(max(delay, 0)).Truncate(time.Millisecond)
-		j.Attempts--
-		j.UpdatedAt, j.LeaseExpiresAt, j.WorkerID = t.now, nil, ""
-		if err := t.putJob(j); err != nil {
-			return err
-		}
-		if err := t.fault(app.FaultRequeue, id); err != nil {
-			return err
-		}
-		t.event(app.EventSnoozed, id, j.Queue, j.Kind, map[string]any{"run_at": app.FormatTime(j.RunAt)})
-		t.wake = append(t.wake, j.Queue)
-		out = copyJob(j)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("snooze job %d: %w", id, err)
-	}
-	return out, nil
-}
-
-// Cancel implements app.Store.
-func (s *Store) Cancel(ctx context.Context, req app.CancelRequest) (*app.Job, error) {
-	reason := req.Reason
-	if reason == "" {
-		reason = app.CancelRequested
-	}
-	var out *app.Job
-	err := s.write(ctx, func(t *tx) error {
-		old, ok := s.jobs[req.ID]
-		if !ok {
-			if _, dead := s.dead[req.ID]; dead {
-				return fmt.Errorf("job %d is in the dead-letter queue: %w", req.ID, app.ErrIllegalTransition)
-			}
-			return fmt.Errorf("job %d: %w", req.ID, app.ErrNotFound)
-		}
-		j := copyJob(old)
-		var err error
-		switch {
-		case req.Lease != nil:
-			if j.Status != app.StatusProcessing || j.Lease != *req.Lease {
-				return fmt.Errorf("job %d: %w", req.ID, app.ErrLeaseLost)
-			}
-			if !j.CancelRequested {
-				j.CancelReason = reason
-			}
-			out, err = t.finishCancel(j, "")
-		case j.Status == app.StatusQueued:
-			out, err = t.finishCancel(j, reason)
-		case j.Status == app.StatusProcessing:
-			if !j.CancelRequested {
-				j.CancelRequested = true
-				if j.CancelReason == "" {
-					j.CancelReason = reason
-				}
-				t.event(app.EventCancelRequest, j.ID, j.Queue, j.Kind, nil)
-			}
-			j.UpdatedAt = t.now
-			if err = t.putJob(j); err == nil {
-				err = t.fault(app.FaultCancel, j.ID)
-			}
-			out = copyJob(j)
-		default:
-			return fmt.Errorf("job %d is %s: %w", req.ID, j.Status, app.ErrIllegalTransition)
-		}
-		if err != nil {
-			return err
-		}
-		t.audit(req.Audit, 1)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("cancel job %d: %w", req.ID, err)
-	}
-	return out, nil
 }
 
 func newToken() string {

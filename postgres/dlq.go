@@ -76,9 +76,9 @@ func (s *Store) Replay(ctx context.Context, req app.ReplayRequest) ([]*app.Job, 
 		}
 		for i, d := range rows {
 			data, _ := json.Marshal(map[string]any{"dead_letter_id": d.ID, "job_id": out[i].ID})
-			w.event(app.EventDLQReplayed, d.ID, d.Queue, d.Kind, data)
+			w.Event(app.EventDLQReplayed, d.ID, d.Queue, d.Kind, data)
 		}
-		return w.audit(req.Audit, len(out))
+		return w.Audit(req.Audit, len(out))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("replay: %w", mapErr(err))
@@ -115,19 +115,19 @@ func (s *Store) Purge(ctx context.Context, f app.DeadFilter, audit *app.AuditEnt
 			return err
 		}
 		rows.Close()
-		if err := w.fault(app.FaultDelete, 0); err != nil {
+		if err := w.Fault(app.FaultDelete, 0); err != nil {
 			return err
 		}
 		// RETURNING gives no order: events and ids go in id order, as listed.
 		sortBy(gone, func(p purged) int64 { return p.id })
 		for _, p := range gone {
 			ids = append(ids, p.id)
-			w.event(app.EventDLQPurged, p.id, p.queue, p.kind, nil)
+			w.Event(app.EventDLQPurged, p.id, p.queue, p.kind, nil)
 		}
 		if len(ids) == 0 && len(f.IDs) == 1 {
 			return fmt.Errorf("dead-letter row %d: %w", f.IDs[0], app.ErrNotFound)
 		}
-		return w.audit(audit, len(ids))
+		return w.Audit(audit, len(ids))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("purge: %w", mapErr(err))
@@ -135,58 +135,9 @@ func (s *Store) Purge(ctx context.Context, f app.DeadFilter, audit *app.AuditEnt
 	return ids, nil
 }
 
-// selectJobs reads and locks the jobs of f, in id order.
-func (w *wtx) selectJobs(f app.JobFilter) ([]*app.Job, error) {
+// Jobs implements app.Tx: it reads and locks the jobs of f, in id order.
+func (w *wtx) Jobs(f app.JobFilter) ([]*app.Job, error) {
 	f.Asc = true
 	wh := jobWhere(f, w.now)
 	return scanJobs(w.query(`SELECT `+jobCols+` FROM jobs`+wh.String()+order(true)+limit(f.Limit, app.BulkBatch)+` FOR UPDATE`, wh.args...))
-}
-
-// MoveToDead implements app.Store.
-func (s *Store) MoveToDead(ctx context.Context, f app.JobFilter, audit *app.AuditEntry) ([]int64, error) {
-	var ids []int64
-	err := s.write(ctx, func(w *wtx) error {
-		ids = nil
-		f.Status, f.StatusIn = "", []app.Status{app.StatusQueued}
-		jobs, err := w.selectJobs(f)
-		if err != nil {
-			return err
-		}
-		for _, j := range jobs {
-			if _, err := w.moveToDead(j, app.ReasonAdminMove); err != nil {
-				return err
-			}
-			ids = append(ids, j.ID)
-		}
-		return w.audit(audit, len(ids))
-	})
-	if err != nil {
-		return nil, fmt.Errorf("move to dead-letter queue: %w", mapErr(err))
-	}
-	return ids, nil
-}
-
-// Drain implements app.Store.
-func (s *Store) Drain(ctx context.Context, f app.JobFilter, audit *app.AuditEntry) ([]int64, error) {
-	var ids []int64
-	err := s.write(ctx, func(w *wtx) error {
-		ids = nil
-		f.Status, f.StatusIn = "", []app.Status{app.StatusQueued}
-		jobs, err := w.selectJobs(f)
-		if err != nil {
-			return err
-		}
-		for _, j := range jobs {
-			j.CancelReason = app.CancelDrained
-			if _, err := w.finishCancel(j); err != nil {
-				return err
-			}
-			ids = append(ids, j.ID)
-		}
-		return w.audit(audit, len(ids))
-	})
-	if err != nil {
-		return nil, fmt.Errorf("drain: %w", mapErr(err))
-	}
-	return ids, nil
 }

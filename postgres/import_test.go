@@ -73,21 +73,21 @@ func fillSQLite(t *testing.T, path string) (maxID int64) {
 	if _, err := s.Complete(ctx, []app.Completion{{ID: c[0].ID, Lease: c[0].Lease, Result: json.RawMessage(`{"ok":true}`)}, {ID: c[1].ID, Lease: c[1].Lease}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Fail(ctx, app.FailRequest{ID: c[2].ID, Lease: c[2].Lease, Error: "boom", Retry: true, RetryIn: time.Minute}); err != nil {
+	if _, err := app.Fail(ctx, s, app.FailRequest{ID: c[2].ID, Lease: c[2].Lease, Error: "boom", Retry: true, RetryIn: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Fail(ctx, app.FailRequest{ID: c[3].ID, Lease: c[3].Lease, Error: "fatal", Retry: false}); err != nil {
+	if _, err := app.Fail(ctx, s, app.FailRequest{ID: c[3].ID, Lease: c[3].Lease, Error: "fatal", Retry: false}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Cancel(ctx, app.CancelRequest{ID: c[4].ID, Audit: &app.AuditEntry{Actor: "ops", Action: "job.cancel"}}); err != nil {
+	if _, err := app.Cancel(ctx, s, app.CancelRequest{ID: c[4].ID, Audit: &app.AuditEntry{Actor: "ops", Action: "job.cancel"}}); err != nil {
 		t.Fatal(err) // processing, cancel requested
 	}
 	q := claim(1)[0] // stays processing
 	_ = q
-	if _, err := s.Cancel(ctx, app.CancelRequest{ID: jobs2ID(t, s, "work", app.StatusQueued), Audit: &app.AuditEntry{Actor: "ops", Action: "job.cancel"}}); err != nil {
+	if _, err := app.Cancel(ctx, s, app.CancelRequest{ID: jobs2ID(t, s, "work", app.StatusQueued), Audit: &app.AuditEntry{Actor: "ops", Action: "job.cancel"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.MoveToDead(ctx, app.JobFilter{Queue: "work", Limit: 2}, &app.AuditEntry{Actor: "ops", Action: "dlq.move", Filter: json.RawMessage(`{"queue":"work"}`)}); err != nil {
+	if _, err := app.MoveToDead(ctx, s, app.JobFilter{Queue: "work", Limit: 2}, &app.AuditEntry{Actor: "ops", Action: "dlq.move", Filter: json.RawMessage(`{"queue":"work"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Replay(ctx, app.ReplayRequest{Filter: app.DeadFilter{IDs: []int64{c[3].ID}}}); err != nil {
@@ -119,7 +119,7 @@ func fillSQLite(t *testing.T, path string) (maxID int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Cancel(ctx, app.CancelRequest{ID: top[0].Job.ID}); err != nil {
+	if _, err := app.Cancel(ctx, s, app.CancelRequest{ID: top[0].Job.ID}); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(48 * time.Hour)

@@ -157,7 +157,7 @@ func (w *wtx) insertJobs(p *pipe, njs []*app.NewJob) []*app.Job {
 		slices.Sort(ids)
 		for i, job := range jobs {
 			job.ID = ids[i]
-			if err := w.fault(app.FaultJobInsert, job.ID); err != nil {
+			if err := w.Fault(app.FaultJobInsert, job.ID); err != nil {
 				return err
 			}
 			w.hot(app.EventSubmitted, job.ID, job.Queue, job.Kind, nil)
@@ -465,7 +465,7 @@ func (w *wtx) claimStatement(req app.ClaimRequest, n int, locked bool) (string, 
 func (w *wtx) started(jobs []*app.Job) ([]*app.Job, error) {
 	sort.Slice(jobs, func(x, y int) bool { return claimOrder(jobs[x], jobs[y]) })
 	for _, j := range jobs {
-		if err := w.fault(app.FaultClaim, j.ID); err != nil {
+		if err := w.Fault(app.FaultClaim, j.ID); err != nil {
 			return nil, err
 		}
 		w.hot(app.EventStarted, j.ID, j.Queue, j.Kind, app.StartedData(j))
@@ -595,7 +595,7 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 				if err := rows.Scan(&id, &lease, &queue, &kind, &started); err != nil {
 					return err
 				}
-				if err := w.fault(app.FaultComplete, id); err != nil {
+				if err := w.Fault(app.FaultComplete, id); err != nil {
 					return err
 				}
 				done[id] = lease
@@ -632,9 +632,10 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 	return errs, nil
 }
 
-// processing reads and locks job id if it is processing under lease, else
-// explains. The lock makes a racing call wait, then see the job's new state.
-func (w *wtx) processing(id, lease int64) (*app.Job, error) {
+// Processing implements app.Tx: it reads and locks job id if it is
+// processing under lease, else explains. The lock makes a racing call
+// wait, then see the job's new state.
+func (w *wtx) Processing(id, lease int64) (*app.Job, error) {
 	j, err := scanJob(w.queryRow(`SELECT `+jobCols+` FROM jobs WHERE id = $1 AND lease = $2 AND status = 'processing' FOR UPDATE`, id, lease))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, w.fenceErr(id)
@@ -642,222 +643,84 @@ func (w *wtx) processing(id, lease int64) (*app.Job, error) {
 	return j, err
 }
 
-// Fail implements app.Store.
-func (s *Store) Fail(ctx context.Context, req app.FailRequest) (*app.FailResult, error) {
-	var res *app.FailResult
-	err := s.write(ctx, func(w *wtx) error {
-		res = nil
-		j, err := w.processing(req.ID, req.Lease)
-		if err != nil {
-			return err
-		}
-		res, err = w.failAttempt(j, req.Error, req.Retry, false, req.RetryIn, req.Backoff)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("fail job %d: %w", req.ID, mapErr(err))
+// Job implements app.Tx: it reads and locks job id. A job in the
+// dead-letter queue is ErrIllegalTransition, none at all ErrNotFound.
+func (w *wtx) Job(id int64) (*app.Job, error) {
+	j, err := scanJob(w.queryRow(`SELECT `+jobCols+` FROM jobs WHERE id = $1 FOR UPDATE`, id))
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return j, err
 	}
-	return res, nil
-}
-
-// failAttempt records the failure of j's current attempt and applies app.DecideFail.
-func (w *wtx) failAttempt(j *app.Job, msg string, retry, leaseExpired bool, retryIn time.Duration, backoff app.BackoffFunc) (*app.FailResult, error) {
-	w.attemptEnded(j)
-	j.Errors = app.AppendError(j.Errors, j.Attempts, msg, w.now)
-	d := app.DecideFail(j, retry, leaseExpired, retryIn, backoff, w.now)
-	switch d.Outcome {
-	case app.OutcomeDeadLettered:
-		dead, err := w.moveToDead(j, d.Reason)
-		if err != nil {
-			return nil, err
-		}
-		w.count(j.Queue, 0, 1)
-		return &app.FailResult{Outcome: d.Outcome, Dead: dead}, nil
-	case app.OutcomeCancelled:
-		reason := j.CancelReason
-		if reason == "" {
-			reason = app.CancelRequested
-		}
-		nj, err := scanJob(w.queryRow(`UPDATE jobs SET status = 'cancelled', cancel_reason = $1, errors = $2,
-				finished_at = $3, updated_at = $3, lease_expires_at = NULL WHERE id = $4 RETURNING `+jobCols,
-			reason, encodeList(j.Errors), w.now, j.ID))
-		if err != nil {
-			return nil, err
-		}
-		if err := w.fault(app.FaultCancel, j.ID); err != nil {
-			return nil, err
-		}
-		w.event(app.EventCancelled, j.ID, j.Queue, j.Kind, nil)
-		w.wake = append(w.wake, j.Queue)
-		return &app.FailResult{Outcome: d.Outcome, Job: nj}, nil
-	}
-	nj, err := scanJob(w.queryRow(`UPDATE jobs SET status = 'queued', run_at = $1, errors = $2, updated_at = $3,
-			lease_expires_at = NULL, worker_id = NULL WHERE id = $4 RETURNING `+jobCols,
-		ms(d.RunAt), encodeList(j.Errors), w.now, j.ID))
-	if err != nil {
+	var one int
+	err = w.queryRow(`SELECT 1 FROM dead_letter_jobs WHERE id = $1`, id).Scan(&one)
+	switch {
+	case err == nil:
+		return nil, fmt.Errorf("job %d is in the dead-letter queue: %w", id, app.ErrIllegalTransition)
+	case !errors.Is(err, pgx.ErrNoRows):
 		return nil, err
 	}
-	if err := w.fault(app.FaultRequeue, j.ID); err != nil {
-		return nil, err
-	}
-	data, _ := json.Marshal(map[string]any{"attempt": j.Attempts, "run_at": app.FormatTime(d.RunAt), "error": app.TruncateString(msg, 1024)})
-	w.event(app.EventRetryScheduled, j.ID, j.Queue, j.Kind, data)
-	w.count(j.Queue, 0, 1)
-	w.wake = append(w.wake, j.Queue)
-	return &app.FailResult{Outcome: d.Outcome, Job: nj}, nil
+	return nil, fmt.Errorf("job %d: %w", id, app.ErrNotFound)
 }
 
-// moveToDead moves j (read and locked by the caller in this transaction) to
-// dead_letter_jobs: INSERT, the fault hook, DELETE, inside the caller's
-// transaction, so both happen or neither.
-func (w *wtx) moveToDead(j *app.Job, reason string) (*app.DeadJob, error) {
-	d := app.DeadFromJob(j, reason, w.now)
+// Stale implements app.Tx. Rows another transaction holds (a worker
+// completing the job right now) are skipped, not waited for.
+func (w *wtx) Stale(limit int) ([]*app.Job, error) {
+	return scanJobs(w.query(`SELECT `+jobCols+` FROM jobs WHERE status = 'processing' AND lease_expires_at <= $1
+		ORDER BY lease_expires_at LIMIT $2 FOR UPDATE SKIP LOCKED`, w.now, limit))
+}
+
+// Requeue implements app.Tx.
+func (w *wtx) Requeue(j *app.Job, runAt time.Time, giveBack bool) (*app.Job, error) {
+	back := 0
+	if giveBack {
+		back = 1
+	}
+	return scanJob(w.queryRow(`UPDATE jobs SET status = 'queued', run_at = $1, attempts = attempts - $2, errors = $3,
+			updated_at = $4, lease_expires_at = NULL, worker_id = NULL WHERE id = $5 RETURNING `+jobCols,
+		ms(runAt), back, encodeList(j.Errors), w.now, j.ID))
+}
+
+// Cancel implements app.Tx.
+func (w *wtx) Cancel(j *app.Job, reason string) (*app.Job, error) {
+	return scanJob(w.queryRow(`UPDATE jobs SET status = 'cancelled', cancel_reason = $1, errors = $2,
+			finished_at = $3, updated_at = $3, lease_expires_at = NULL WHERE id = $4 RETURNING `+jobCols,
+		clean(reason), encodeList(j.Errors), w.now, j.ID))
+}
+
+// RequestCancel implements app.Tx.
+func (w *wtx) RequestCancel(j *app.Job, reason string) (*app.Job, error) {
+	return scanJob(w.queryRow(`UPDATE jobs SET cancel_requested = true,
+			cancel_reason = coalesce(cancel_reason, $1), updated_at = $2 WHERE id = $3 RETURNING `+jobCols,
+		clean(reason), w.now, j.ID))
+}
+
+// InsertDead implements app.Tx. The last error is stored cleaned (see
+// clean), and d keeps it so.
+func (w *wtx) InsertDead(d *app.DeadJob) error {
 	d.LastError = clean(d.LastError)
-	if _, err := w.exec(`INSERT INTO dead_letter_jobs (id, queue, kind, payload, priority, tags, attempts,
+	_, err := w.exec(`INSERT INTO dead_letter_jobs (id, queue, kind, payload, priority, tags, attempts,
 			max_attempts, timeout_ms, errors, idempotency_key, original_created_at, replayed_from, dead_letter_reason,
 			last_error, moved_to_dead_letter_at, original_lease, resurrection_count, last_resurrection_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 0, NULL)`,
 		d.ID, d.Queue, d.Kind, rawOrNull(d.Payload), d.Priority, tags(d.Tags), d.Attempts,
 		d.MaxAttempts, d.Timeout.D().Milliseconds(), encodeList(d.Errors), nullString(d.IdempotencyKey),
-		d.OriginalCreatedAt, d.ReplayedFrom, d.Reason, d.LastError, d.MovedAt, d.OriginalLease); err != nil {
-		return nil, fmt.Errorf("dead-letter job %d: %w", j.ID, err)
-	}
-	if err := w.fault(app.FaultDeadLetterInsert, j.ID); err != nil {
-		return nil, fmt.Errorf("dead-letter job %d: %w", j.ID, err)
-	}
-	tag, err := w.exec(`DELETE FROM jobs WHERE id = $1`, j.ID)
+		d.OriginalCreatedAt, d.ReplayedFrom, d.Reason, d.LastError, d.MovedAt, d.OriginalLease)
+	return err
+}
+
+// DeleteJob implements app.Tx.
+func (w *wtx) DeleteJob(id int64) error {
+	tag, err := w.exec(`DELETE FROM jobs WHERE id = $1`, id)
 	if err != nil {
-		return nil, fmt.Errorf("dead-letter job %d: delete: %w", j.ID, err)
+		return fmt.Errorf("delete: %w", err)
 	}
 	if n := tag.RowsAffected(); n != 1 {
-		return nil, fmt.Errorf("dead-letter job %d: delete removed %d rows", j.ID, n)
+		return fmt.Errorf("delete removed %d rows", n)
 	}
-	data, _ := json.Marshal(map[string]any{"reason": reason, "attempts": j.Attempts})
-	w.event(app.EventDeadLettered, j.ID, j.Queue, j.Kind, data)
-	return d, nil
+	return nil
 }
 
-// Snooze implements app.Store.
-func (s *Store) Snooze(ctx context.Context, id, lease int64, delay time.Duration) (*app.Job, error) {
-	var job *app.Job
-	err := s.write(ctx, func(w *wtx) error {
-		job = nil
-		j, err := w.processing(id, lease)
-		if err != nil {
-			return err
-		}
-		if j.CancelRequested { // nobody wants it run again
-			job, err = w.finishCancel(j)
-			return err
-		}
-		runAt := ms(w.now.Add(max(delay, 0)))
-		w.attemptEnded(j)
-		job, err = scanJob(w.queryRow(`UPDATE jobs SET status = 'queued', run_at = $1, attempts = attempts - 1,
-				updated_at = $2, lease_expires_at = NULL, worker_id = NULL WHERE id = $3 RETURNING `+jobCols,
-			runAt, w.now, id))
-		if err != nil {
-			return err
-		}
-		if err := w.fault(app.FaultRequeue, id); err != nil {
-			return err
-		}
-		data, _ := json.Marshal(map[string]any{"run_at": app.FormatTime(runAt)})
-		w.event(app.EventSnoozed, id, j.Queue, j.Kind, data)
-		w.wake = append(w.wake, j.Queue)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("snooze job %d: %w", id, mapErr(err))
-	}
-	return job, nil
-}
-
-func (w *wtx) finishCancel(j *app.Job) (*app.Job, error) {
-	w.attemptEnded(j)
-	reason := j.CancelReason
-	if reason == "" {
-		reason = app.CancelRequested
-	}
-	nj, err := scanJob(w.queryRow(`UPDATE jobs SET status = 'cancelled', cancel_reason = $1, finished_at = $2,
-			updated_at = $2, lease_expires_at = NULL WHERE id = $3 RETURNING `+jobCols,
-		clean(reason), w.now, j.ID))
-	if err != nil {
-		return nil, err
-	}
-	if err := w.fault(app.FaultCancel, j.ID); err != nil {
-		return nil, err
-	}
-	w.event(app.EventCancelled, j.ID, j.Queue, j.Kind, nil)
-	w.wake = append(w.wake, j.Queue)
-	return nj, nil
-}
-
-// Cancel implements app.Store.
-func (s *Store) Cancel(ctx context.Context, req app.CancelRequest) (*app.Job, error) {
-	reason := req.Reason
-	if reason == "" {
-		reason = app.CancelRequested
-	}
-	var job *app.Job
-	err := s.write(ctx, func(w *wtx) error {
-		job = nil
-		j, err := scanJob(w.queryRow(`SELECT `+jobCols+` FROM jobs WHERE id = $1 FOR UPDATE`, req.ID))
-		if errors.Is(err, pgx.ErrNoRows) {
-			var one int
-			err := w.queryRow(`SELECT 1 FROM dead_letter_jobs WHERE id = $1`, req.ID).Scan(&one)
-			switch {
-			case err == nil:
-				return fmt.Errorf("job %d is in the dead-letter queue: %w", req.ID, app.ErrIllegalTransition)
-			case !errors.Is(err, pgx.ErrNoRows):
-				return err
-			}
-			return fmt.Errorf("job %d: %w", req.ID, app.ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		if req.Lease != nil {
-			if j.Status != app.StatusProcessing || j.Lease != *req.Lease {
-				return fmt.Errorf("job %d: %w", req.ID, app.ErrLeaseLost)
-			}
-			if !j.CancelRequested {
-				j.CancelReason = reason
-			}
-			if job, err = w.finishCancel(j); err != nil {
-				return err
-			}
-			return w.audit(req.Audit, 1)
-		}
-		switch j.Status {
-		case app.StatusQueued:
-			j.CancelReason = reason
-			job, err = w.finishCancel(j)
-		case app.StatusProcessing:
-			job, err = scanJob(w.queryRow(`UPDATE jobs SET cancel_requested = true,
-					cancel_reason = coalesce(cancel_reason, $1), updated_at = $2 WHERE id = $3 RETURNING `+jobCols,
-				clean(reason), w.now, req.ID))
-			if err == nil {
-				err = w.fault(app.FaultCancel, req.ID)
-			}
-			if err == nil && !j.CancelRequested {
-				w.event(app.EventCancelRequest, j.ID, j.Queue, j.Kind, nil)
-			}
-		default:
-			return fmt.Errorf("job %d is %s: %w", req.ID, j.Status, app.ErrIllegalTransition)
-		}
-		if err != nil {
-			return err
-		}
-		return w.audit(req.Audit, 1)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("cancel job %d: %w", req.ID, mapErr(err))
-	}
-	return job, nil
-}
-
-// audit records e (if not nil) with count in the current transaction.
-func (w *wtx) audit(e *app.AuditEntry, count int) error {
+// Audit implements app.Tx: it records e (if not nil) with count.
+func (w *wtx) Audit(e *app.AuditEntry, count int) error {
 	if e == nil {
 		return nil
 	}

@@ -299,7 +299,7 @@ func TestTerminatedBackendInsideDeadLetterMove(t *testing.T) {
 	}
 	c := claimed[0]
 	armed.Store(true)
-	_, err = s.Fail(ctx, app.FailRequest{ID: c.ID, Lease: c.Lease, Error: "boom", Retry: true})
+	_, err = app.Fail(ctx, s, app.FailRequest{ID: c.ID, Lease: c.Lease, Error: "boom", Retry: true})
 	armed.Store(false)
 	if p := killErr.Load(); p != nil {
 		t.Fatalf("terminating the backend: %v", *p)
@@ -328,7 +328,7 @@ func TestTerminatedBackendInsideDeadLetterMove(t *testing.T) {
 	}
 	// The store works on after losing a connection; recovery finishes the move.
 	clock.Advance(11 * time.Second)
-	if n, err := s.RecoverStale(ctx, 100, nil); err != nil || n != 1 {
+	if n, err := app.RecoverStale(ctx, s, 100, nil); err != nil || n != 1 {
 		t.Fatalf("RecoverStale = %d, %v; want 1", n, err)
 	}
 	got, dead, err = s.Lookup(ctx, j.ID)

@@ -57,6 +57,25 @@ func BackendPID(ctx context.Context) (uint32, bool) {
 	return pid, ok
 }
 
+var _ app.Tx = (*wtx)(nil)
+
+// Write implements app.Writer: fn runs in a transaction of write's, run
+// again after a lost race.
+func (s *Store) Write(ctx context.Context, fn func(app.Tx) error) error {
+	return mapErr(s.write(ctx, func(w *wtx) error { return fn(w) }))
+}
+
+// Now implements app.Tx: the store's clock when the transaction began.
+func (w *wtx) Now() time.Time { return w.now }
+
+// Moved implements app.Tx: this store keeps no counts per status (Stats
+// counts the rows).
+func (w *wtx) Moved(string, app.Status, app.Status, int) {}
+
+// Wake implements app.Tx: queue's claimers, here and on every node, are
+// woken after the commit.
+func (w *wtx) Wake(queue string) { w.wake = append(w.wake, queue) }
+
 // write runs fn in a transaction of its own and commits it. fn must leave
 // nothing behind when it returns an error (the transaction is rolled back)
 // and must reset what it returns at its start: a transaction that lost a
@@ -292,8 +311,9 @@ func (w *wtx) queryRow(q string, args ...any) pgx.Row {
 	return w.tx.QueryRow(w.ctx, q, args...)
 }
 
-// event records an event in the events table and publishes it after commit.
-func (w *wtx) event(typ string, jobID int64, queue, kind string, data []byte) {
+// Event implements app.Tx: it records an event in the events table and
+// publishes it after commit.
+func (w *wtx) Event(typ string, jobID int64, queue, kind string, data []byte) {
 	e := app.Event{Type: typ, JobID: jobID, Queue: queue, Kind: kind, At: w.now, Data: data}
 	w.events = append(w.events, e)
 	w.record = append(w.record, e)
@@ -305,16 +325,17 @@ func (w *wtx) hot(typ string, jobID int64, queue, kind string, data []byte) {
 	w.events = append(w.events, app.Event{Type: typ, JobID: jobID, Queue: queue, Kind: kind, At: w.now, Data: data})
 }
 
-// attemptEnded records the job.started of j's current attempt, which ends
+// AttemptEnded implements app.Tx: it records the job.started of j's current attempt, which ends
 // now without success (started_at will not keep it once another starts).
-func (w *wtx) attemptEnded(j *app.Job) {
+func (w *wtx) AttemptEnded(j *app.Job) {
 	if j.Status != app.StatusProcessing || j.StartedAt == nil {
 		return
 	}
 	w.record = append(w.record, app.Event{Type: app.EventStarted, JobID: j.ID, Queue: j.Queue, Kind: j.Kind, At: *j.StartedAt, Data: app.StartedData(j)})
 }
 
-func (w *wtx) count(queue string, completed, failed int64) {
+// Count implements app.Tx: the counts are upserted by flush.
+func (w *wtx) Count(queue string, completed, failed int64) {
 	if w.counts == nil {
 		w.counts = map[countKey]*countVal{}
 	}
@@ -350,7 +371,8 @@ func (w *wtx) ensureQueue(b *pipe, queue string) {
 	w.queues = append(w.queues, queue)
 }
 
-func (w *wtx) fault(point app.FaultPoint, jobID int64) error {
+// Fault implements app.Tx.
+func (w *wtx) Fault(point app.FaultPoint, jobID int64) error {
 	f := w.s.opts.Fault
 	if f == nil {
 		return nil

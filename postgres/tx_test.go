@@ -86,7 +86,7 @@ func TestThroughputCountsAddUpAcrossConnections(t *testing.T) {
 			defer wg.Done()
 			var err error
 			if i%4 == 0 {
-				_, err = s.Fail(t.Context(), app.FailRequest{ID: j.ID, Lease: j.Lease, Error: "e", Retry: false})
+				_, err = app.Fail(t.Context(), s, app.FailRequest{ID: j.ID, Lease: j.Lease, Error: "e", Retry: false})
 			} else {
 				var errs []error
 				errs, err = s.Complete(t.Context(), []app.Completion{{ID: j.ID, Lease: j.Lease}})

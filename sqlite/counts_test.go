@@ -68,25 +68,25 @@ func TestMaintainedCountsEqualTheRows(t *testing.T) {
 			what = "claim+fail"
 			jobs, _ := s.Claim(ctx, app.ClaimRequest{Queue: q, Limit: 1})
 			if len(jobs) > 0 {
-				s.Fail(ctx, app.FailRequest{ID: jobs[0].ID, Lease: jobs[0].Lease, Error: "x", Retry: rng.IntN(3) > 0, Backoff: backoff})
+				app.Fail(ctx, s, app.FailRequest{ID: jobs[0].ID, Lease: jobs[0].Lease, Error: "x", Retry: rng.IntN(3) > 0, Backoff: backoff})
 			}
 		case 6:
 			what = "claim+snooze"
 			jobs, _ := s.Claim(ctx, app.ClaimRequest{Queue: q, Limit: 1})
 			if len(jobs) > 0 {
-				s.Snooze(ctx, jobs[0].ID, jobs[0].Lease, time.Second)
+				app.Snooze(ctx, s, jobs[0].ID, jobs[0].Lease, time.Second)
 			}
 		case 7:
 			what = "cancel"
 			for _, j := range mustList(t, s, q) {
 				if rng.IntN(3) == 0 {
-					s.Cancel(ctx, app.CancelRequest{ID: j.ID})
+					app.Cancel(ctx, s, app.CancelRequest{ID: j.ID})
 				}
 			}
 		case 8:
 			what = "time passes"
 			clock.Advance(time.Duration(rng.IntN(3000)) * time.Millisecond)
-			s.RecoverStale(ctx, 100, backoff)
+			app.RecoverStale(ctx, s, 100, backoff)
 			s.ExpireTTL(ctx, 100)
 		case 9:
 			what = "move"

@@ -83,10 +83,10 @@ func (s *Store) Replay(ctx context.Context, req app.ReplayRequest) ([]*app.Job, 
 				return err
 			}
 			data, _ := json.Marshal(map[string]any{"dead_letter_id": d.ID, "job_id": job.ID})
-			w.event(app.EventDLQReplayed, d.ID, d.Queue, d.Kind, data)
+			w.Event(app.EventDLQReplayed, d.ID, d.Queue, d.Kind, data)
 			out = append(out, job)
 		}
-		return w.audit(req.Audit, len(out))
+		return w.Audit(req.Audit, len(out))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("replay: %w", mapErr(err))
@@ -114,91 +114,23 @@ func (s *Store) Purge(ctx context.Context, f app.DeadFilter, audit *app.AuditEnt
 				return err
 			}
 			ids = append(ids, id)
-			w.event(app.EventDLQPurged, id, queue, kind, nil)
-			w.moved(queue, app.StatusDeadLetter, "", 1)
+			w.Event(app.EventDLQPurged, id, queue, kind, nil)
+			w.Moved(queue, app.StatusDeadLetter, "", 1)
 		}
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		if err := w.fault(app.FaultDelete, 0); err != nil {
+		if err := w.Fault(app.FaultDelete, 0); err != nil {
 			return err
 		}
 		rows.Close()
 		if len(ids) == 0 && len(f.IDs) == 1 {
 			return fmt.Errorf("dead-letter row %d: %w", f.IDs[0], app.ErrNotFound)
 		}
-		return w.audit(audit, len(ids))
+		return w.Audit(audit, len(ids))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("purge: %w", mapErr(err))
-	}
-	return ids, nil
-}
-
-func (w *wtx) selectJobs(f app.JobFilter) ([]*app.Job, error) {
-	f.Asc = true
-	wh := jobWhere(f, w.now)
-	rows, err := w.query(`SELECT `+jobCols+` FROM jobs`+wh.String()+order(true)+limit(f.Limit, app.BulkBatch), wh.args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*app.Job
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, j)
-	}
-	return out, rows.Err()
-}
-
-// MoveToDead implements app.Store.
-func (s *Store) MoveToDead(ctx context.Context, f app.JobFilter, audit *app.AuditEntry) ([]int64, error) {
-	var ids []int64
-	err := s.write(ctx, func(w *wtx) error {
-		ids = nil
-		f.Status, f.StatusIn = "", []app.Status{app.StatusQueued}
-		jobs, err := w.selectJobs(f)
-		if err != nil {
-			return err
-		}
-		for _, j := range jobs {
-			if _, err := w.moveToDead(j, app.ReasonAdminMove); err != nil {
-				return err
-			}
-			ids = append(ids, j.ID)
-		}
-		return w.audit(audit, len(ids))
-	})
-	if err != nil {
-		return nil, fmt.Errorf("move to dead-letter queue: %w", mapErr(err))
-	}
-	return ids, nil
-}
-
-// Drain implements app.Store.
-func (s *Store) Drain(ctx context.Context, f app.JobFilter, audit *app.AuditEntry) ([]int64, error) {
-	var ids []int64
-	err := s.write(ctx, func(w *wtx) error {
-		ids = nil
-		f.Status, f.StatusIn = "", []app.Status{app.StatusQueued}
-		jobs, err := w.selectJobs(f)
-		if err != nil {
-			return err
-		}
-		for _, j := range jobs {
-			j.CancelReason = app.CancelDrained
-			if _, err := w.finishCancel(j); err != nil {
-				return err
-			}
-			ids = append(ids, j.ID)
-		}
-		return w.audit(audit, len(ids))
-	})
-	if err != nil {
-		return nil, fmt.Errorf("drain: %w", mapErr(err))
 	}
 	return ids, nil
 }

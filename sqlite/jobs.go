@@ -102,7 +102,7 @@ func (w *wtx) insertJob(nj *app.NewJob) (*app.Job, error) {
 		nullMS(nj.ExpiresAt), encodeList(nj.Tags), nullString(nj.IdempotencyKey), nullInt(nj.ReplayedFrom),
 		ms(now), ms(now),
 	}}
-	w.moved(nj.Queue, "", app.StatusQueued, 1)
+	w.Moved(nj.Queue, "", app.StatusQueued, 1)
 	w.wake = append(w.wake, nj.Queue)
 	if w.deferInserts {
 		w.pending = append(w.pending, row)
@@ -117,7 +117,7 @@ func (w *wtx) insertJob(nj *app.NewJob) (*app.Job, error) {
 		return nil, err
 	}
 	job.ID = id
-	if err := w.fault(app.FaultJobInsert, id); err != nil {
+	if err := w.Fault(app.FaultJobInsert, id); err != nil {
 		return nil, err
 	}
 	w.hot(app.EventSubmitted, id, nj.Queue, nj.Kind, nil)
@@ -351,11 +351,11 @@ func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, er
 		rows.Close()
 		sort.Slice(out, func(a, b int) bool { return claimOrder(out[a], out[b]) })
 		for _, j := range out {
-			if err := w.fault(app.FaultClaim, j.ID); err != nil {
+			if err := w.Fault(app.FaultClaim, j.ID); err != nil {
 				return err
 			}
 			w.hot(app.EventStarted, j.ID, j.Queue, j.Kind, app.StartedData(j))
-			w.moved(j.Queue, app.StatusQueued, app.StatusProcessing, 1)
+			w.Moved(j.Queue, app.StatusQueued, app.StatusProcessing, 1)
 			w.claimed = append(w.claimed, claimedJob{id: j.ID, lease: j.Lease, queue: j.Queue, kind: j.Kind, started: *j.StartedAt})
 		}
 		if req.Rate > 0 {
@@ -495,7 +495,7 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 			}
 		}
 		for id := range done {
-			if err := w.fault(app.FaultComplete, id); err != nil {
+			if err := w.Fault(app.FaultComplete, id); err != nil {
 				return err
 			}
 			w.finished = append(w.finished, id)
@@ -602,8 +602,8 @@ func (w *wtx) completeRows(q string, args []any, done map[int64]int64) error {
 func (w *wtx) completed(id, lease int64, queue, kind string, started *time.Time, done map[int64]int64) {
 	done[id] = lease
 	w.hot(app.EventSucceeded, id, queue, kind, app.FinishedData(started, w.now))
-	w.moved(queue, app.StatusProcessing, app.StatusDone, 1)
-	w.count(queue, 1, 0)
+	w.Moved(queue, app.StatusProcessing, app.StatusDone, 1)
+	w.Count(queue, 1, 0)
 	w.wake = append(w.wake, queue) // a concurrency slot is free
 }
 
@@ -640,241 +640,3 @@ var completeSQL = func() (qs map[bool]map[int]string) {
 	}
 	return qs
 }()
-
-// processing reads job id if it is processing under lease, else explains.
-func (w *wtx) processing(id, lease int64) (*app.Job, error) {
-	j, err := scanJob(w.queryRow(`SELECT `+jobCols+` FROM jobs WHERE id = ? AND lease = ? AND status = 'processing'`, id, lease))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, w.fenceErr(id)
-	}
-	return j, err
-}
-
-// Fail implements app.Store.
-func (s *Store) Fail(ctx context.Context, req app.FailRequest) (*app.FailResult, error) {
-	var res *app.FailResult
-	err := s.write(ctx, func(w *wtx) error {
-		j, err := w.processing(req.ID, req.Lease)
-		if err != nil {
-			return err
-		}
-		res, err = w.failAttempt(j, req.Error, req.Retry, false, req.RetryIn, req.Backoff)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("fail job %d: %w", req.ID, mapErr(err))
-	}
-	return res, nil
-}
-
-// failAttempt records the failure of j's current attempt and applies app.DecideFail.
-func (w *wtx) failAttempt(j *app.Job, msg string, retry, leaseExpired bool, retryIn time.Duration, backoff app.BackoffFunc) (*app.FailResult, error) {
-	w.attemptEnded(j)
-	j.Errors = app.AppendError(j.Errors, j.Attempts, msg, w.now)
-	d := app.DecideFail(j, retry, leaseExpired, retryIn, backoff, w.now)
-	switch d.Outcome {
-	case app.OutcomeDeadLettered:
-		dead, err := w.moveToDead(j, d.Reason)
-		if err != nil {
-			return nil, err
-		}
-		w.count(j.Queue, 0, 1)
-		return &app.FailResult{Outcome: d.Outcome, Dead: dead}, nil
-	case app.OutcomeCancelled:
-		reason := j.CancelReason
-		if reason == "" {
-			reason = app.CancelRequested
-		}
-		nj, err := scanJob(w.queryRow(`UPDATE jobs SET status = 'cancelled', cancel_reason = ?, errors = ?,
-				finished_at = ?, updated_at = ?, lease_expires_at = NULL WHERE id = ? RETURNING `+jobCols,
-			reason, encodeList(j.Errors), ms(w.now), ms(w.now), j.ID))
-		if err != nil {
-			return nil, err
-		}
-		if err := w.fault(app.FaultCancel, j.ID); err != nil {
-			return nil, err
-		}
-		w.event(app.EventCancelled, j.ID, j.Queue, j.Kind, nil)
-		w.moved(j.Queue, app.StatusProcessing, app.StatusCancelled, 1)
-		w.wake = append(w.wake, j.Queue)
-		return &app.FailResult{Outcome: d.Outcome, Job: nj}, nil
-	}
-	nj, err := scanJob(w.queryRow(`UPDATE jobs SET status = 'queued', run_at = ?, errors = ?, updated_at = ?,
-			lease_expires_at = NULL, worker_id = NULL WHERE id = ? RETURNING `+jobCols,
-		ms(d.RunAt), encodeList(j.Errors), ms(w.now), j.ID))
-	if err != nil {
-		return nil, err
-	}
-	if err := w.fault(app.FaultRequeue, j.ID); err != nil {
-		return nil, err
-	}
-	data, _ := json.Marshal(map[string]any{"attempt": j.Attempts, "run_at": app.FormatTime(d.RunAt), "error": app.TruncateString(msg, 1024)})
-	w.event(app.EventRetryScheduled, j.ID, j.Queue, j.Kind, data)
-	w.moved(j.Queue, app.StatusProcessing, app.StatusQueued, 1)
-	w.count(j.Queue, 0, 1)
-	w.wake = append(w.wake, j.Queue)
-	return &app.FailResult{Outcome: d.Outcome, Job: nj}, nil
-}
-
-// moveToDead moves j to dead_letter_jobs: insert, then delete, inside the
-// caller's transaction, so both happen or neither.
-func (w *wtx) moveToDead(j *app.Job, reason string) (*app.DeadJob, error) {
-	d := app.DeadFromJob(j, reason, w.now)
-	if _, err := w.exec(`INSERT INTO dead_letter_jobs (`+deadCols+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL)`,
-		d.ID, d.Queue, d.Kind, rawOrNull(d.Payload), d.Priority, encodeList(d.Tags), d.Attempts,
-		d.MaxAttempts, d.Timeout.D().Milliseconds(), encodeList(d.Errors), nullString(d.IdempotencyKey),
-		ms(d.OriginalCreatedAt), nullInt(d.ReplayedFrom), d.Reason, d.LastError, ms(d.MovedAt), d.OriginalLease); err != nil {
-		return nil, fmt.Errorf("dead-letter job %d: %w", j.ID, err)
-	}
-	if err := w.fault(app.FaultDeadLetterInsert, j.ID); err != nil {
-		return nil, fmt.Errorf("dead-letter job %d: %w", j.ID, err)
-	}
-	res, err := w.exec(`DELETE FROM jobs WHERE id = ?`, j.ID)
-	if err != nil {
-		return nil, fmt.Errorf("dead-letter job %d: delete: %w", j.ID, err)
-	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return nil, fmt.Errorf("dead-letter job %d: delete removed %d rows", j.ID, n)
-	}
-	data, _ := json.Marshal(map[string]any{"reason": reason, "attempts": j.Attempts})
-	w.event(app.EventDeadLettered, j.ID, j.Queue, j.Kind, data)
-	w.moved(j.Queue, j.Status, app.StatusDeadLetter, 1)
-	// Read back what was stored, so the caller sees exactly the row.
-	d.MovedAt = fromMS(ms(d.MovedAt))
-	return d, nil
-}
-
-// Snooze implements app.Store.
-func (s *Store) Snooze(ctx context.Context, id, lease int64, delay time.Duration) (*app.Job, error) {
-	var job *app.Job
-	err := s.write(ctx, func(w *wtx) error {
-		j, err := w.processing(id, lease)
-		if err != nil {
-			return err
-		}
-		if j.CancelRequested { // nobody wants it run again
-			job, err = w.finishCancel(j)
-			return err
-		}
-		runAt := w.now.Add(max(delay, 0))
-		w.attemptEnded(j)
-		job, err = scanJob(w.queryRow(`UPDATE jobs SET status = 'queued', run_at = ?, attempts = attempts - 1,
-				updated_at = ?, lease_expires_at = NULL, worker_id = NULL WHERE id = ? RETURNING `+jobCols,
-			ms(runAt), ms(w.now), id))
-		if err != nil {
-			return err
-		}
-		if err := w.fault(app.FaultRequeue, id); err != nil {
-			return err
-		}
-		data, _ := json.Marshal(map[string]any{"run_at": app.FormatTime(runAt)})
-		w.event(app.EventSnoozed, id, j.Queue, j.Kind, data)
-		w.moved(j.Queue, app.StatusProcessing, app.StatusQueued, 1)
-		w.wake = append(w.wake, j.Queue)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("snooze job %d: %w", id, mapErr(err))
-	}
-	return job, nil
-}
-
-func (w *wtx) finishCancel(j *app.Job) (*app.Job, error) {
-	w.attemptEnded(j)
-	reason := j.CancelReason
-	if reason == "" {
-		reason = app.CancelRequested
-	}
-	nj, err := scanJob(w.queryRow(`UPDATE jobs SET status = 'cancelled', cancel_reason = ?, finished_at = ?,
-			updated_at = ?, lease_expires_at = NULL WHERE id = ? RETURNING `+jobCols,
-		reason, ms(w.now), ms(w.now), j.ID))
-	if err != nil {
-		return nil, err
-	}
-	if err := w.fault(app.FaultCancel, j.ID); err != nil {
-		return nil, err
-	}
-	w.event(app.EventCancelled, j.ID, j.Queue, j.Kind, nil)
-	w.moved(j.Queue, j.Status, app.StatusCancelled, 1)
-	w.wake = append(w.wake, j.Queue)
-	return nj, nil
-}
-
-// Cancel implements app.Store.
-func (s *Store) Cancel(ctx context.Context, req app.CancelRequest) (*app.Job, error) {
-	reason := req.Reason
-	if reason == "" {
-		reason = app.CancelRequested
-	}
-	var job *app.Job
-	err := s.write(ctx, func(w *wtx) error {
-		j, err := scanJob(w.queryRow(`SELECT `+jobCols+` FROM jobs WHERE id = ?`, req.ID))
-		if errors.Is(err, sql.ErrNoRows) {
-			var one int
-			if err := w.queryRow(`SELECT 1 FROM dead_letter_jobs WHERE id = ?`, req.ID).Scan(&one); err == nil {
-				return fmt.Errorf("job %d is in the dead-letter queue: %w", req.ID, app.ErrIllegalTransition)
-			}
-			return fmt.Errorf("job %d: %w", req.ID, app.ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		if req.Lease != nil {
-			if j.Status != app.StatusProcessing || j.Lease != *req.Lease {
-				return fmt.Errorf("job %d: %w", req.ID, app.ErrLeaseLost)
-			}
-			if !j.CancelRequested {
-				j.CancelReason = reason
-			}
-			job, err = w.finishCancel(j)
-			if err != nil {
-				return err
-			}
-			return w.audit(req.Audit, 1)
-		}
-		switch j.Status {
-		case app.StatusQueued:
-			j.CancelReason = reason
-			job, err = w.finishCancel(j)
-		case app.StatusProcessing:
-			job, err = scanJob(w.queryRow(`UPDATE jobs SET cancel_requested = 1,
-					cancel_reason = coalesce(cancel_reason, ?), updated_at = ? WHERE id = ? RETURNING `+jobCols,
-				reason, ms(w.now), req.ID))
-			if err == nil {
-				err = w.fault(app.FaultCancel, req.ID)
-			}
-			if err == nil && !j.CancelRequested {
-				w.event(app.EventCancelRequest, j.ID, j.Queue, j.Kind, nil)
-			}
-		default:
-			return fmt.Errorf("job %d is %s: %w", req.ID, j.Status, app.ErrIllegalTransition)
-		}
-		if err != nil {
-			return err
-		}
-		return w.audit(req.Audit, 1)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("cancel job %d: %w", req.ID, mapErr(err))
-	}
-	return job, nil
-}
-
-// audit records e (if not nil) with count in the current transaction.
-func (w *wtx) audit(e *app.AuditEntry, count int) error {
-	if e == nil {
-		return nil
-	}
-	at := e.At
-	if at.IsZero() {
-		at = w.now
-	}
-	var filter any
-	if len(e.Filter) > 0 {
-		filter = string(e.Filter)
-	}
-	_, err := w.exec(`INSERT INTO audit (at, actor, action, target, filter, count) VALUES (?, ?, ?, ?, ?, ?)`,
-		ms(at), e.Actor, e.Action, nullString(e.Target), filter, count)
-	return err
-}

@@ -50,11 +50,11 @@ func (s *Store) SetPaused(ctx context.Context, queue string, paused bool, audit 
 			return err
 		}
 		w.queues = append(w.queues, queue)
-		w.event(typ, 0, queue, "", nil)
+		w.Event(typ, 0, queue, "", nil)
 		if !paused {
 			w.wake = append(w.wake, queue)
 		}
-		return w.audit(audit, 1)
+		return w.Audit(audit, 1)
 	})
 	if err != nil {
 		return fmt.Errorf("pause queue %s: %w", queue, mapErr(err))
@@ -272,49 +272,6 @@ func (s *Store) Throughput(ctx context.Context, since time.Time) ([]app.MinuteCo
 	return out, mapErr(rows.Err())
 }
 
-// RecoverStale implements app.Store.
-func (s *Store) RecoverStale(ctx context.Context, limit int, backoff app.BackoffFunc) (int, error) {
-	n := 0
-	err := s.write(ctx, func(w *wtx) error {
-		n = 0
-		rows, err := w.query(`SELECT `+jobCols+` FROM jobs WHERE status = 'processing' AND lease_expires_at <= ?
-			ORDER BY lease_expires_at LIMIT ?`, ms(w.now), max(limit, 1))
-		if err != nil {
-			return err
-		}
-		var stale []*app.Job
-		for rows.Next() {
-			j, err := scanJob(rows)
-			if err != nil {
-				rows.Close()
-				return err
-			}
-			stale = append(stale, j)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for _, j := range stale {
-			data, _ := json.Marshal(map[string]any{"lease": j.Lease, "worker_id": j.WorkerID, "attempt": j.Attempts})
-			w.event(app.EventLeaseLost, j.ID, j.Queue, j.Kind, data)
-			if j.CancelRequested {
-				if _, err := w.finishCancel(j); err != nil {
-					return err
-				}
-			} else if _, err := w.failAttempt(j, app.LeaseExpiredError, true, true, 0, backoff); err != nil {
-				return err
-			}
-			n++
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("recover stale leases: %w", mapErr(err))
-	}
-	return n, nil
-}
-
 // ExpireTTL implements app.Store.
 func (s *Store) ExpireTTL(ctx context.Context, limit int) (int, error) {
 	n := 0
@@ -333,11 +290,11 @@ func (s *Store) ExpireTTL(ctx context.Context, limit int) (int, error) {
 			if err := rows.Scan(&id, &queue, &kind); err != nil {
 				return err
 			}
-			if err := w.fault(app.FaultCancel, id); err != nil {
+			if err := w.Fault(app.FaultCancel, id); err != nil {
 				return err
 			}
-			w.event(app.EventExpired, id, queue, kind, nil)
-			w.moved(queue, app.StatusQueued, app.StatusCancelled, 1)
+			w.Event(app.EventExpired, id, queue, kind, nil)
+			w.Moved(queue, app.StatusQueued, app.StatusCancelled, 1)
 			n++
 		}
 		return rows.Err()
@@ -415,13 +372,13 @@ func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, e
 			if err := rows.Scan(&queue, &status); err != nil {
 				return err
 			}
-			w.moved(queue, app.Status(status), "", 1)
+			w.Moved(queue, app.Status(status), "", 1)
 			n++
 		}
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		return w.fault(app.FaultDelete, 0)
+		return w.Fault(app.FaultDelete, 0)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("delete old %s: %w", req.What, mapErr(err))
@@ -483,7 +440,7 @@ func (s *Store) LastFire(ctx context.Context, entry string) (time.Time, error) {
 
 // RecordAudit implements app.Store.
 func (s *Store) RecordAudit(ctx context.Context, e app.AuditEntry) error {
-	err := s.write(ctx, func(w *wtx) error { return w.audit(&e, e.Count) })
+	err := s.write(ctx, func(w *wtx) error { return w.Audit(&e, e.Count) })
 	if err != nil {
 		return fmt.Errorf("record audit: %w", mapErr(err))
 	}

@@ -478,8 +478,12 @@ func (w *wtx) queryRow(q string, args ...any) *sql.Row {
 	return st.QueryRowContext(w.ctx, args...)
 }
 
-// event records an event in the events table and publishes it after commit.
-func (w *wtx) event(typ string, jobID int64, queue, kind string, data []byte) {
+// Now implements app.Tx: the time of this request's share of the transaction.
+func (w *wtx) Now() time.Time { return w.now }
+
+// Event implements app.Tx: it records an event in the events table and
+// publishes it after commit.
+func (w *wtx) Event(typ string, jobID int64, queue, kind string, data []byte) {
 	e := app.Event{Type: typ, JobID: jobID, Queue: queue, Kind: kind, At: w.now, Data: data}
 	w.events = append(w.events, e)
 	w.record = append(w.record, e)
@@ -492,17 +496,19 @@ func (w *wtx) hot(typ string, jobID int64, queue, kind string, data []byte) {
 	w.events = append(w.events, app.Event{Type: typ, JobID: jobID, Queue: queue, Kind: kind, At: w.now, Data: data})
 }
 
-// attemptEnded records the job.started of j's current attempt, which ends
-// now without success: started_at will not keep it once another attempt
-// starts. It is not published again (the claim did).
-func (w *wtx) attemptEnded(j *app.Job) {
+// AttemptEnded implements app.Tx: it records the job.started of j's
+// current attempt, which ends now without success: started_at will not
+// keep it once another attempt starts. It is not published again (the
+// claim did).
+func (w *wtx) AttemptEnded(j *app.Job) {
 	if j.Status != app.StatusProcessing || j.StartedAt == nil {
 		return
 	}
 	w.record = append(w.record, app.Event{Type: app.EventStarted, JobID: j.ID, Queue: j.Queue, Kind: j.Kind, At: *j.StartedAt, Data: app.StartedData(j)})
 }
 
-func (w *wtx) count(queue string, completed, failed int64) {
+// Count implements app.Tx: throughput, per queue and second.
+func (w *wtx) Count(queue string, completed, failed int64) {
 	if w.counts == nil {
 		w.counts = map[countKey]*countVal{}
 	}
@@ -529,21 +535,26 @@ func (w *wtx) ensureQueue(queue string) error {
 	return nil
 }
 
-// moved records that n jobs of queue went from one status to another
-// ("" from: inserted; "" to: deleted), for the counters Stats reads.
-func (w *wtx) moved(queue string, from, to app.Status, n int64) {
+// Moved implements app.Tx: it records that n jobs of queue went from one
+// status to another ("" from: inserted; "" to: deleted), for the counters
+// Stats reads.
+func (w *wtx) Moved(queue string, from, to app.Status, n int) {
 	if w.deltas == nil {
 		w.deltas = map[statusKey]int64{}
 	}
 	if from != "" {
-		w.deltas[statusKey{queue, from}] -= n
+		w.deltas[statusKey{queue, from}] -= int64(n)
 	}
 	if to != "" {
-		w.deltas[statusKey{queue, to}] += n
+		w.deltas[statusKey{queue, to}] += int64(n)
 	}
 }
 
-func (w *wtx) fault(point app.FaultPoint, jobID int64) error {
+// Wake implements app.Tx: the claimers of queue are woken after commit.
+func (w *wtx) Wake(queue string) { w.wake = append(w.wake, queue) }
+
+// Fault implements app.Tx.
+func (w *wtx) Fault(point app.FaultPoint, jobID int64) error {
 	return w.s.fault(w.ctx, point, jobID)
 }
 

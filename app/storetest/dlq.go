@@ -26,7 +26,7 @@ func testFaultInsideDeadLetterMoveLosesNothing(e *env) {
 		}
 		return nil
 	})
-	_, err := e.s.Fail(e.ctx, app.FailRequest{ID: c.ID, Lease: c.Lease, Error: "boom", Retry: true, Backoff: fixedBackoff})
+	_, err := app.Fail(e.ctx, e.s, app.FailRequest{ID: c.ID, Lease: c.Lease, Error: "boom", Retry: true, Backoff: fixedBackoff})
 	if err == nil {
 		e.t.Fatalf("Fail with a fault inside the move succeeded")
 	}
@@ -43,7 +43,7 @@ func testFaultInsideDeadLetterMoveLosesNothing(e *env) {
 	// Recovery completes the move once the fault is gone.
 	e.setFault(nil)
 	e.clock.Advance(11 * time.Second)
-	if n, err := e.s.RecoverStale(e.ctx, 100, fixedBackoff); err != nil || n != 1 {
+	if n, err := app.RecoverStale(e.ctx, e.s, 100, fixedBackoff); err != nil || n != 1 {
 		e.t.Fatalf("RecoverStale = %d, %v", n, err)
 	}
 	d := e.dead(j.ID)
@@ -59,7 +59,7 @@ func testFaultInsideDeadLetterMoveLosesNothing(e *env) {
 	// The fault also leaves the admin move whole.
 	q := e.submitOne("q", "k")
 	e.setFault(func(ctx context.Context, p app.FaultPoint, id int64) error { return errInjected })
-	if _, err := e.s.MoveToDead(e.ctx, app.JobFilter{Queue: "q"}, nil); err == nil {
+	if _, err := app.MoveToDead(e.ctx, e.s, app.JobFilter{Queue: "q"}, nil); err == nil {
 		e.t.Fatalf("MoveToDead with a fault succeeded")
 	}
 	if got := e.get(q.ID); got.Status != app.StatusQueued {
@@ -257,7 +257,7 @@ func testMoveToDeadTakesQueuedJobsOnly(e *env) {
 	e.submitOne("m", "k")
 	p := e.claimOne("m") // processing: not moved
 	keep := e.submitOne("n", "k")
-	ids, err := e.s.MoveToDead(e.ctx, app.JobFilter{Queue: "m"}, nil)
+	ids, err := app.MoveToDead(e.ctx, e.s, app.JobFilter{Queue: "m"}, nil)
 	if err != nil || len(ids) != 2 {
 		e.t.Fatalf("move: %v %v", ids, err)
 	}
@@ -272,7 +272,7 @@ func testMoveToDeadTakesQueuedJobsOnly(e *env) {
 	if e.get(p.ID).Status != app.StatusProcessing || e.get(keep.ID).Status != app.StatusQueued {
 		e.t.Fatalf("move touched a job outside its filter")
 	}
-	ids, _ = e.s.MoveToDead(e.ctx, app.JobFilter{Tag: "nothing-has-this"}, nil)
+	ids, _ = app.MoveToDead(e.ctx, e.s, app.JobFilter{Tag: "nothing-has-this"}, nil)
 	if len(ids) != 0 {
 		e.t.Fatalf("move by an unused tag moved %d", len(ids))
 	}
@@ -283,7 +283,7 @@ func testDrainCancelsQueuedJobs(e *env) {
 	b := e.submitOne("d", "k")
 	p := e.claimOne("d")
 	other := e.submitOne("e", "k")
-	ids, err := e.s.Drain(e.ctx, app.JobFilter{Queue: "d"}, nil)
+	ids, err := app.Drain(e.ctx, e.s, app.JobFilter{Queue: "d"}, nil)
 	if err != nil || len(ids) != 1 {
 		e.t.Fatalf("drain: %v %v", ids, err)
 	}
@@ -341,7 +341,7 @@ func testStatsCountEveryState(e *env) {
 	e.claimOne("s")
 	_ = p
 	c := e.submitOne("s", "k")
-	e.s.Cancel(e.ctx, app.CancelRequest{ID: c.ID})
+	app.Cancel(e.ctx, e.s, app.CancelRequest{ID: c.ID})
 	e.deadLetter(e.submitOne("s", "k", withPriority(-9)))
 	e.submitOne("t", "k")
 	f := e.submitOne("t", "k")
@@ -493,7 +493,7 @@ func testOnceRecordRunsOnce(e *env) {
 
 func testAuditRecordsAdminActions(e *env) {
 	j := e.submitOne("q", "k")
-	if _, err := e.s.Cancel(e.ctx, app.CancelRequest{ID: j.ID, Audit: &app.AuditEntry{Actor: "ops", Action: "job.cancel"}}); err != nil {
+	if _, err := app.Cancel(e.ctx, e.s, app.CancelRequest{ID: j.ID, Audit: &app.AuditEntry{Actor: "ops", Action: "job.cancel"}}); err != nil {
 		e.t.Fatal(err)
 	}
 	d := e.deadLetter(e.submitOne("q", "k"))
@@ -508,7 +508,7 @@ func testAuditRecordsAdminActions(e *env) {
 		e.t.Fatalf("audit entries %+v", got)
 	}
 	// A failed action leaves no audit entry.
-	if _, err := e.s.Cancel(e.ctx, app.CancelRequest{ID: j.ID, Audit: &app.AuditEntry{Actor: "ops", Action: "job.cancel"}}); err == nil {
+	if _, err := app.Cancel(e.ctx, e.s, app.CancelRequest{ID: j.ID, Audit: &app.AuditEntry{Actor: "ops", Action: "job.cancel"}}); err == nil {
 		e.t.Fatal("second cancel succeeded")
 	}
 	if got, _ := e.s.ListAudit(e.ctx, app.AuditFilter{}); len(got) != 3 {
@@ -543,7 +543,7 @@ func testEventsRecordTheLifecycle(e *env) {
 	k := e.submitOne("q2", "k", withMax(1))
 	c = e.claimOne("q2")
 	e.clock.Advance(time.Second)
-	e.s.Snooze(e.ctx, c.ID, c.Lease, 0)
+	app.Snooze(e.ctx, e.s, c.ID, c.Lease, 0)
 	e.clock.Advance(time.Second)
 	c = e.claimOne("q2")
 	e.clock.Advance(time.Second)

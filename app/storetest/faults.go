@@ -89,7 +89,7 @@ var faultCases = []faultCase{
 		e.submitOne("q", "k", withMax(3))
 		c := e.claimOne("q")
 		return func() error {
-			_, err := e.s.Fail(e.ctx, app.FailRequest{ID: c.ID, Lease: c.Lease, Error: "boom", Retry: true, Backoff: fixedBackoff})
+			_, err := app.Fail(e.ctx, e.s, app.FailRequest{ID: c.ID, Lease: c.Lease, Error: "boom", Retry: true, Backoff: fixedBackoff})
 			return err
 		}
 	}},
@@ -98,7 +98,7 @@ var faultCases = []faultCase{
 		e.claimOne("q")
 		e.clock.Advance(11 * time.Second)
 		return func() error {
-			_, err := e.s.RecoverStale(e.ctx, 100, fixedBackoff)
+			_, err := app.RecoverStale(e.ctx, e.s, 100, fixedBackoff)
 			return err
 		}
 	}},
@@ -106,14 +106,14 @@ var faultCases = []faultCase{
 		e.submitOne("q", "k")
 		c := e.claimOne("q")
 		return func() error {
-			_, err := e.s.Snooze(e.ctx, c.ID, c.Lease, time.Minute)
+			_, err := app.Snooze(e.ctx, e.s, c.ID, c.Lease, time.Minute)
 			return err
 		}
 	}},
 	{"cancel a queued job", app.FaultCancel, 0, func(e *env) func() error {
 		j := e.submitOne("q", "k")
 		return func() error {
-			_, err := e.s.Cancel(e.ctx, app.CancelRequest{ID: j.ID, Audit: &app.AuditEntry{Actor: "ops", Action: "job.cancel"}})
+			_, err := app.Cancel(e.ctx, e.s, app.CancelRequest{ID: j.ID, Audit: &app.AuditEntry{Actor: "ops", Action: "job.cancel"}})
 			return err
 		}
 	}},
@@ -121,14 +121,14 @@ var faultCases = []faultCase{
 		e.submitOne("q", "k")
 		c := e.claimOne("q")
 		return func() error {
-			_, err := e.s.Cancel(e.ctx, app.CancelRequest{ID: c.ID})
+			_, err := app.Cancel(e.ctx, e.s, app.CancelRequest{ID: c.ID})
 			return err
 		}
 	}},
 	{"drain", app.FaultCancel, 0, func(e *env) func() error {
 		e.submitN(3, "q", "k")
 		return func() error {
-			_, err := e.s.Drain(e.ctx, app.JobFilter{Queue: "q"}, &app.AuditEntry{Actor: "ops", Action: "queue.drain"})
+			_, err := app.Drain(e.ctx, e.s, app.JobFilter{Queue: "q"}, &app.AuditEntry{Actor: "ops", Action: "queue.drain"})
 			return err
 		}
 	}},
@@ -185,7 +185,7 @@ var faultCases = []faultCase{
 	{"move to the dead-letter queue", app.FaultDeadLetterInsert, 0, func(e *env) func() error {
 		e.submitN(2, "q", "k")
 		return func() error {
-			_, err := e.s.MoveToDead(e.ctx, app.JobFilter{Queue: "q"}, &app.AuditEntry{Actor: "ops", Action: "job.move"})
+			_, err := app.MoveToDead(e.ctx, e.s, app.JobFilter{Queue: "q"}, &app.AuditEntry{Actor: "ops", Action: "job.move"})
 			return err
 		}
 	}},

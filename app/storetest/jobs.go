@@ -429,7 +429,7 @@ func testClaimAnswersTheStoredRow(e *env) {
 		e.t.Fatalf("claim: %v %v", first, err)
 	}
 	check("first attempt, job's timeout", first)
-	if _, err := e.s.Fail(e.ctx, app.FailRequest{ID: first[0].ID, Lease: first[0].Lease, Error: "boom", Retry: true, Backoff: fixedBackoff}); err != nil {
+	if _, err := app.Fail(e.ctx, e.s, app.FailRequest{ID: first[0].ID, Lease: first[0].Lease, Error: "boom", Retry: true, Backoff: fixedBackoff}); err != nil {
 		e.t.Fatal(err)
 	}
 	e.clock.Advance(time.Minute)
@@ -567,7 +567,7 @@ func testHeartbeatExtendsAndIsFenced(e *env) {
 		e.t.Fatalf("heartbeat of an unknown job: %v, want ErrNotFound", err)
 	}
 	// The cancel request shows on the heartbeat.
-	if _, err := e.s.Cancel(e.ctx, app.CancelRequest{ID: c.ID}); err != nil {
+	if _, err := app.Cancel(e.ctx, e.s, app.CancelRequest{ID: c.ID}); err != nil {
 		e.t.Fatal(err)
 	}
 	j, err = e.s.Heartbeat(e.ctx, c.ID, c.Lease, 0)
@@ -580,7 +580,7 @@ func testStaleLeaseChangesNothing(e *env) {
 	e.submitOne("q", "k", withTimeout(time.Second), withMax(5))
 	first := e.claimOne("q")
 	e.clock.Advance(2 * time.Second)
-	if _, err := e.s.RecoverStale(e.ctx, 100, fixedBackoff); err != nil {
+	if _, err := app.RecoverStale(e.ctx, e.s, 100, fixedBackoff); err != nil {
 		e.t.Fatal(err)
 	}
 	e.clock.Advance(time.Hour)
@@ -594,13 +594,13 @@ func testStaleLeaseChangesNothing(e *env) {
 	if err != nil || !errors.Is(errs[0], app.ErrLeaseLost) {
 		e.t.Errorf("stale complete: %v %v, want ErrLeaseLost", errs, err)
 	}
-	if _, err := e.s.Fail(e.ctx, app.FailRequest{ID: first.ID, Lease: stale, Error: "x", Retry: true}); !errors.Is(err, app.ErrLeaseLost) {
+	if _, err := app.Fail(e.ctx, e.s, app.FailRequest{ID: first.ID, Lease: stale, Error: "x", Retry: true}); !errors.Is(err, app.ErrLeaseLost) {
 		e.t.Errorf("stale fail: %v, want ErrLeaseLost", err)
 	}
-	if _, err := e.s.Snooze(e.ctx, first.ID, stale, time.Second); !errors.Is(err, app.ErrLeaseLost) {
+	if _, err := app.Snooze(e.ctx, e.s, first.ID, stale, time.Second); !errors.Is(err, app.ErrLeaseLost) {
 		e.t.Errorf("stale snooze: %v, want ErrLeaseLost", err)
 	}
-	if _, err := e.s.Cancel(e.ctx, app.CancelRequest{ID: first.ID, Lease: &stale}); !errors.Is(err, app.ErrLeaseLost) {
+	if _, err := app.Cancel(e.ctx, e.s, app.CancelRequest{ID: first.ID, Lease: &stale}); !errors.Is(err, app.ErrLeaseLost) {
 		e.t.Errorf("stale cancel ack: %v, want ErrLeaseLost", err)
 	}
 	after := e.get(second.ID)
@@ -749,10 +749,10 @@ func testCompleteAfterLeavingProcessingLoses(e *env) {
 	if len(jobs) != 3 {
 		e.t.Fatalf("claimed %d of 3", len(jobs))
 	}
-	if _, err := e.s.Snooze(e.ctx, jobs[0].ID, jobs[0].Lease, time.Minute); err != nil {
+	if _, err := app.Snooze(e.ctx, e.s, jobs[0].ID, jobs[0].Lease, time.Minute); err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.s.Fail(e.ctx, app.FailRequest{ID: jobs[1].ID, Lease: jobs[1].Lease, Error: "boom", Retry: true, Backoff: fixedBackoff}); err != nil {
+	if _, err := app.Fail(e.ctx, e.s, app.FailRequest{ID: jobs[1].ID, Lease: jobs[1].Lease, Error: "boom", Retry: true, Backoff: fixedBackoff}); err != nil {
 		e.t.Fatal(err)
 	}
 	errs, err := e.s.Complete(e.ctx, []app.Completion{
@@ -800,7 +800,7 @@ func testFailRetriesWithBackoff(e *env) {
 	e.clock.Advance(10 * time.Second)
 	c2 := e.claimOne("q")
 	// retry_in overrides the backoff.
-	r, err := e.s.Fail(e.ctx, app.FailRequest{ID: c2.ID, Lease: c2.Lease, Error: "again", Retry: true, RetryIn: 3 * time.Second, Backoff: fixedBackoff})
+	r, err := app.Fail(e.ctx, e.s, app.FailRequest{ID: c2.ID, Lease: c2.Lease, Error: "again", Retry: true, RetryIn: 3 * time.Second, Backoff: fixedBackoff})
 	if err != nil || r.Outcome != app.OutcomeRetryScheduled || !r.Job.RunAt.Equal(e.clock.Now().Add(3*time.Second)) {
 		e.t.Fatalf("fail with retry_in 3s: %+v %v", r, err)
 	}
@@ -851,7 +851,7 @@ func testDeadLetterDoesNotReuseIDs(e *env) {
 func testSnoozeGivesTheAttemptBack(e *env) {
 	j := e.submitOne("q", "k")
 	c := e.claimOne("q")
-	s, err := e.s.Snooze(e.ctx, c.ID, c.Lease, 30*time.Second)
+	s, err := app.Snooze(e.ctx, e.s, c.ID, c.Lease, 30*time.Second)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -864,7 +864,7 @@ func testSnoozeGivesTheAttemptBack(e *env) {
 	// A zero delay gives the lease back at once (graceful shutdown).
 	e.clock.Advance(30 * time.Second)
 	c = e.claimOne("q")
-	if _, err := e.s.Snooze(e.ctx, c.ID, c.Lease, 0); err != nil {
+	if _, err := app.Snooze(e.ctx, e.s, c.ID, c.Lease, 0); err != nil {
 		e.t.Fatal(err)
 	}
 	c = e.claimOne("q")
@@ -875,28 +875,28 @@ func testSnoozeGivesTheAttemptBack(e *env) {
 
 func testCancelQueuedProcessingAndTerminal(e *env) {
 	q := e.submitOne("q", "k")
-	got, err := e.s.Cancel(e.ctx, app.CancelRequest{ID: q.ID})
+	got, err := app.Cancel(e.ctx, e.s, app.CancelRequest{ID: q.ID})
 	if err != nil || got.Status != app.StatusCancelled || got.CancelReason != app.CancelRequested {
 		e.t.Fatalf("cancel queued: %+v %v", got, err)
 	}
-	if _, err := e.s.Cancel(e.ctx, app.CancelRequest{ID: q.ID}); !errors.Is(err, app.ErrIllegalTransition) {
+	if _, err := app.Cancel(e.ctx, e.s, app.CancelRequest{ID: q.ID}); !errors.Is(err, app.ErrIllegalTransition) {
 		e.t.Fatalf("cancel a cancelled job: %v, want ErrIllegalTransition", err)
 	}
 	e.submitOne("q", "k")
 	p := e.claimOne("q")
-	got, err = e.s.Cancel(e.ctx, app.CancelRequest{ID: p.ID})
+	got, err = app.Cancel(e.ctx, e.s, app.CancelRequest{ID: p.ID})
 	if err != nil || got.Status != app.StatusProcessing || !got.CancelRequested {
 		e.t.Fatalf("cancel processing: %+v %v", got, err)
 	}
 	e.complete(p, `null`) // the worker finished anyway
-	if _, err := e.s.Cancel(e.ctx, app.CancelRequest{ID: p.ID}); !errors.Is(err, app.ErrIllegalTransition) {
+	if _, err := app.Cancel(e.ctx, e.s, app.CancelRequest{ID: p.ID}); !errors.Is(err, app.ErrIllegalTransition) {
 		e.t.Fatalf("cancel a done job: %v, want ErrIllegalTransition", err)
 	}
 	d := e.deadLetter(e.submitOne("q", "k"))
-	if _, err := e.s.Cancel(e.ctx, app.CancelRequest{ID: d.ID}); !errors.Is(err, app.ErrIllegalTransition) {
+	if _, err := app.Cancel(e.ctx, e.s, app.CancelRequest{ID: d.ID}); !errors.Is(err, app.ErrIllegalTransition) {
 		e.t.Fatalf("cancel a dead-lettered job: %v, want ErrIllegalTransition", err)
 	}
-	if _, err := e.s.Cancel(e.ctx, app.CancelRequest{ID: 424242}); !errors.Is(err, app.ErrNotFound) {
+	if _, err := app.Cancel(e.ctx, e.s, app.CancelRequest{ID: 424242}); !errors.Is(err, app.ErrNotFound) {
 		e.t.Fatalf("cancel an unknown job: %v, want ErrNotFound", err)
 	}
 }
@@ -904,18 +904,18 @@ func testCancelQueuedProcessingAndTerminal(e *env) {
 func testCancelAcknowledgedWithLease(e *env) {
 	e.submitOne("q", "k")
 	p := e.claimOne("q")
-	if _, err := e.s.Cancel(e.ctx, app.CancelRequest{ID: p.ID}); err != nil {
+	if _, err := app.Cancel(e.ctx, e.s, app.CancelRequest{ID: p.ID}); err != nil {
 		e.t.Fatal(err)
 	}
 	lease := p.Lease
-	got, err := e.s.Cancel(e.ctx, app.CancelRequest{ID: p.ID, Lease: &lease})
+	got, err := app.Cancel(e.ctx, e.s, app.CancelRequest{ID: p.ID, Lease: &lease})
 	if err != nil || got.Status != app.StatusCancelled || got.CancelReason != app.CancelRequested || got.FinishedAt == nil {
 		e.t.Fatalf("cancel ack: %+v %v", got, err)
 	}
 	// A worker failing a job with a cancel request ends it cancelled, not retried.
 	e.submitOne("q", "k")
 	p2 := e.claimOne("q")
-	e.s.Cancel(e.ctx, app.CancelRequest{ID: p2.ID})
+	app.Cancel(e.ctx, e.s, app.CancelRequest{ID: p2.ID})
 	if r := e.fail(p2, true); r.Outcome != app.OutcomeCancelled || r.Job.Status != app.StatusCancelled {
 		e.t.Fatalf("fail after cancel request: outcome %s", r.Outcome)
 	}
@@ -925,11 +925,11 @@ func testStaleRecoveryRetriesAndDeadLetters(e *env) {
 	j := e.submitOne("q", "k", withMax(2), withTimeout(10*time.Second))
 	e.claimOne("q")
 	e.clock.Advance(9 * time.Second)
-	if n, _ := e.s.RecoverStale(e.ctx, 100, fixedBackoff); n != 0 {
+	if n, _ := app.RecoverStale(e.ctx, e.s, 100, fixedBackoff); n != 0 {
 		e.t.Fatalf("recovered %d jobs before the lease expired", n)
 	}
 	e.clock.Advance(time.Second)
-	if n, err := e.s.RecoverStale(e.ctx, 100, fixedBackoff); n != 1 || err != nil {
+	if n, err := app.RecoverStale(e.ctx, e.s, 100, fixedBackoff); n != 1 || err != nil {
 		e.t.Fatalf("RecoverStale = %d, %v; want 1", n, err)
 	}
 	got := e.get(j.ID)
@@ -942,7 +942,7 @@ func testStaleRecoveryRetriesAndDeadLetters(e *env) {
 	e.clock.Advance(time.Minute)
 	e.claimOne("q")
 	e.clock.Advance(time.Minute)
-	e.s.RecoverStale(e.ctx, 100, fixedBackoff)
+	app.RecoverStale(e.ctx, e.s, 100, fixedBackoff)
 	d := e.dead(j.ID)
 	if d.Reason != app.ReasonLeaseExpired || d.Attempts != 2 {
 		e.t.Fatalf("last attempt expired: reason %s attempts %d, want lease_expired 2", d.Reason, d.Attempts)
@@ -952,9 +952,9 @@ func testStaleRecoveryRetriesAndDeadLetters(e *env) {
 func testStaleRecoveryFinishesRequestedCancel(e *env) {
 	j := e.submitOne("q", "k", withTimeout(time.Second))
 	e.claimOne("q")
-	e.s.Cancel(e.ctx, app.CancelRequest{ID: j.ID})
+	app.Cancel(e.ctx, e.s, app.CancelRequest{ID: j.ID})
 	e.clock.Advance(2 * time.Second)
-	e.s.RecoverStale(e.ctx, 100, fixedBackoff)
+	app.RecoverStale(e.ctx, e.s, 100, fixedBackoff)
 	if got := e.get(j.ID); got.Status != app.StatusCancelled {
 		e.t.Fatalf("cancel-requested job after lease expiry: %s, want cancelled", got.Status)
 	}

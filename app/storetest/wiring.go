@@ -116,3 +116,32 @@ func testMaintainerTickRecoversAndExpires(e *env) {
 		e.t.Fatalf("after a tick the expired job is %s (%q), want cancelled (expired)", got.Status, got.CancelReason)
 	}
 }
+
+// A failed attempt of a job whose cancel was requested ends the attempt
+// once: its events hold one job.started, then job.cancelled.
+func testFailAfterCancelRequestEndsTheAttemptOnce(e *env) {
+	j := e.submitOne("q", "k", withMax(3))
+	c := e.claimOne("q")
+	if _, err := app.Cancel(e.ctx, e.s, app.CancelRequest{ID: j.ID}); err != nil {
+		e.t.Fatal(err)
+	}
+	res := e.fail(c, true)
+	if res.Outcome != app.OutcomeCancelled || res.Job.Status != app.StatusCancelled {
+		e.t.Fatalf("fail after a cancel request: %s, job %+v", res.Outcome, res.Job)
+	}
+	evs, err := e.service(nil).Events(e.ctx, j.ID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var types []string
+	started := 0
+	for _, ev := range evs {
+		types = append(types, ev.Type)
+		if ev.Type == app.EventStarted {
+			started++
+		}
+	}
+	if started != 1 || types[len(types)-1] != app.EventCancelled {
+		e.t.Fatalf("events %v: want one job.started and job.cancelled last", types)
+	}
+}

@@ -1,0 +1,271 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// The lifecycle of a job after its claim, written once over a Tx: what a
+// failure, a snooze, a cancel, a lost lease, a drain and an admin move do,
+// and in which order (row, fault point, event, counters, wake-up). The
+// stores only carry out the steps. Claim, complete and submit stay inside
+// each store, where their batched fast paths live.
+
+// Fail records a failed attempt of job req.ID held under req.Lease: a
+// retry with backoff, or the dead-letter queue (see DecideFail).
+func Fail(ctx context.Context, w Writer, req FailRequest) (*FailResult, error) {
+	var res *FailResult
+	err := w.Write(ctx, func(tx Tx) error {
+		j, err := tx.Processing(req.ID, req.Lease)
+		if err != nil {
+			return err
+		}
+		res, err = failAttempt(tx, j, req.Error, req.Retry, false, req.RetryIn, req.Backoff)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fail job %d: %w", req.ID, err)
+	}
+	return res, nil
+}
+
+// failAttempt ends j's attempt with error msg and applies DecideFail.
+func failAttempt(tx Tx, j *Job, msg string, retry, leaseExpired bool, retryIn time.Duration, backoff BackoffFunc) (*FailResult, error) {
+	now := tx.Now()
+	tx.AttemptEnded(j)
+	j.Errors = AppendError(j.Errors, j.Attempts, msg, now)
+	d := DecideFail(j, retry, leaseExpired, retryIn, backoff, now)
+	switch d.Outcome {
+	case OutcomeDeadLettered:
+		dead, err := MoveToDeadTx(tx, j, d.Reason)
+		if err != nil {
+			return nil, err
+		}
+		tx.Count(j.Queue, 0, 1)
+		return &FailResult{Outcome: d.Outcome, Dead: dead}, nil
+	case OutcomeCancelled:
+		nj, err := cancelled(tx, j) // the attempt has ended above
+		if err != nil {
+			return nil, err
+		}
+		return &FailResult{Outcome: d.Outcome, Job: nj}, nil
+	}
+	nj, err := tx.Requeue(j, d.RunAt, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Fault(FaultRequeue, j.ID); err != nil {
+		return nil, err
+	}
+	tx.Event(EventRetryScheduled, j.ID, j.Queue, j.Kind, eventData(map[string]any{
+		"attempt": j.Attempts, "run_at": FormatTime(d.RunAt), "error": TruncateString(msg, 1024)}))
+	tx.Moved(j.Queue, StatusProcessing, StatusQueued, 1)
+	tx.Count(j.Queue, 0, 1)
+	tx.Wake(j.Queue)
+	return &FailResult{Outcome: d.Outcome, Job: nj}, nil
+}
+
+// MoveToDeadTx moves job j (read in tx) to the dead-letter queue with
+// reason: the dead-letter row first, then the job's deletion, both in tx,
+// so a reader finds the job in exactly one of the two.
+func MoveToDeadTx(tx Tx, j *Job, reason string) (*DeadJob, error) {
+	d := DeadFromJob(j, reason, tx.Now())
+	if err := tx.InsertDead(d); err != nil {
+		return nil, fmt.Errorf("dead-letter job %d: %w", j.ID, err)
+	}
+	if err := tx.Fault(FaultDeadLetterInsert, j.ID); err != nil {
+		return nil, fmt.Errorf("dead-letter job %d: %w", j.ID, err)
+	}
+	if err := tx.DeleteJob(j.ID); err != nil {
+		return nil, fmt.Errorf("dead-letter job %d: %w", j.ID, err)
+	}
+	tx.Event(EventDeadLettered, j.ID, j.Queue, j.Kind, eventData(map[string]any{"reason": reason, "attempts": j.Attempts}))
+	tx.Moved(j.Queue, j.Status, StatusDeadLetter, 1)
+	return d, nil
+}
+
+// finishCancel cancels j (queued, or processing with a cancel requested or
+// acknowledged) with j.CancelReason, or CancelRequested without one.
+func finishCancel(tx Tx, j *Job) (*Job, error) {
+	tx.AttemptEnded(j)
+	return cancelled(tx, j)
+}
+
+// cancelled is finishCancel once j's attempt (if any) has ended.
+func cancelled(tx Tx, j *Job) (*Job, error) {
+	reason := j.CancelReason
+	if reason == "" {
+		reason = CancelRequested
+	}
+	nj, err := tx.Cancel(j, reason)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Fault(FaultCancel, j.ID); err != nil {
+		return nil, err
+	}
+	tx.Event(EventCancelled, j.ID, j.Queue, j.Kind, nil)
+	tx.Moved(j.Queue, j.Status, StatusCancelled, 1)
+	tx.Wake(j.Queue)
+	return nj, nil
+}
+
+// Snooze puts processing job id back to queued with run_at = now+delay and
+// gives back the attempt; a job whose cancel was requested is cancelled.
+func Snooze(ctx context.Context, w Writer, id, lease int64, delay time.Duration) (*Job, error) {
+	var job *Job
+	err := w.Write(ctx, func(tx Tx) error {
+		j, err := tx.Processing(id, lease)
+		if err != nil {
+			return err
+		}
+		if j.CancelRequested { // nobody wants it run again
+			job, err = finishCancel(tx, j)
+			return err
+		}
+		runAt := tx.Now().Add(max(delay, 0))
+		tx.AttemptEnded(j)
+		if job, err = tx.Requeue(j, runAt, true); err != nil {
+			return err
+		}
+		if err := tx.Fault(FaultRequeue, id); err != nil {
+			return err
+		}
+		tx.Event(EventSnoozed, id, j.Queue, j.Kind, eventData(map[string]any{"run_at": FormatTime(runAt)}))
+		tx.Moved(j.Queue, StatusProcessing, StatusQueued, 1)
+		tx.Wake(j.Queue)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("snooze job %d: %w", id, err)
+	}
+	return job, nil
+}
+
+// Cancel cancels a queued job, requests the cancel of a processing one, or,
+// with a lease, finishes the cancel the worker holding it acknowledges.
+func Cancel(ctx context.Context, w Writer, req CancelRequest) (*Job, error) {
+	reason := req.Reason
+	if reason == "" {
+		reason = CancelRequested
+	}
+	var job *Job
+	err := w.Write(ctx, func(tx Tx) error {
+		j, err := tx.Job(req.ID)
+		if err != nil {
+			return err
+		}
+		switch {
+		case req.Lease != nil:
+			if j.Status != StatusProcessing || j.Lease != *req.Lease {
+				return fmt.Errorf("job %d: %w", req.ID, ErrLeaseLost)
+			}
+			if !j.CancelRequested {
+				j.CancelReason = reason
+			}
+			job, err = finishCancel(tx, j)
+		case j.Status == StatusQueued:
+			j.CancelReason = reason
+			job, err = finishCancel(tx, j)
+		case j.Status == StatusProcessing:
+			if job, err = tx.RequestCancel(j, reason); err == nil {
+				err = tx.Fault(FaultCancel, req.ID)
+			}
+			if err == nil && !j.CancelRequested {
+				tx.Event(EventCancelRequest, j.ID, j.Queue, j.Kind, nil)
+			}
+		default:
+			return fmt.Errorf("job %d is %s: %w", req.ID, j.Status, ErrIllegalTransition)
+		}
+		if err != nil {
+			return err
+		}
+		return tx.Audit(req.Audit, 1)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cancel job %d: %w", req.ID, err)
+	}
+	return job, nil
+}
+
+// RecoverStale finishes up to limit processing jobs whose lease expired:
+// cancelled if a cancel was requested, else a failed attempt ("lease
+// expired": retried with backoff, or dead-lettered with reason
+// lease_expired on the last attempt). It returns how many it finished.
+func RecoverStale(ctx context.Context, w Writer, limit int, backoff BackoffFunc) (int, error) {
+	n := 0
+	err := w.Write(ctx, func(tx Tx) error {
+		n = 0
+		stale, err := tx.Stale(max(limit, 1))
+		if err != nil {
+			return err
+		}
+		for _, j := range stale {
+			tx.Event(EventLeaseLost, j.ID, j.Queue, j.Kind, eventData(map[string]any{"lease": j.Lease, "worker_id": j.WorkerID, "attempt": j.Attempts}))
+			if j.CancelRequested {
+				_, err = finishCancel(tx, j)
+			} else {
+				_, err = failAttempt(tx, j, LeaseExpiredError, true, true, 0, backoff)
+			}
+			if err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("recover stale leases: %w", err)
+	}
+	return n, nil
+}
+
+// MoveToDead moves the queued jobs of f (at most f.Limit) to the
+// dead-letter queue with reason admin_move, in one transaction, audited.
+func MoveToDead(ctx context.Context, w Writer, f JobFilter, audit *AuditEntry) ([]int64, error) {
+	ids, err := eachQueued(ctx, w, f, audit, func(tx Tx, j *Job) error {
+		_, err := MoveToDeadTx(tx, j, ReasonAdminMove)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("move to dead-letter queue: %w", err)
+	}
+	return ids, nil
+}
+
+// Drain cancels the queued jobs of f (at most f.Limit) with reason drained,
+// in one transaction, audited.
+func Drain(ctx context.Context, w Writer, f JobFilter, audit *AuditEntry) ([]int64, error) {
+	ids, err := eachQueued(ctx, w, f, audit, func(tx Tx, j *Job) error {
+		j.CancelReason = CancelDrained
+		_, err := finishCancel(tx, j)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("drain: %w", err)
+	}
+	return ids, nil
+}
+
+// eachQueued applies fn to each queued job of f in one transaction and
+// audits the count.
+func eachQueued(ctx context.Context, w Writer, f JobFilter, audit *AuditEntry, fn func(Tx, *Job) error) ([]int64, error) {
+	var ids []int64
+	err := w.Write(ctx, func(tx Tx) error {
+		ids = nil
+		f.Status, f.StatusIn = "", []Status{StatusQueued}
+		jobs, err := tx.Jobs(f)
+		if err != nil {
+			return err
+		}
+		for _, j := range jobs {
+			if err := fn(tx, j); err != nil {
+				return err
+			}
+			ids = append(ids, j.ID)
+		}
+		return tx.Audit(audit, len(ids))
+	})
+	return ids, err
+}

@@ -1,0 +1,75 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Tx is one write transaction of a store as the lifecycle sees it: small
+// steps, each one row or one record, that the rules below put in order.
+// Everything done through a Tx commits together or not at all; its events
+// are published and its queues woken after the commit. A store implements
+// it over its own transaction (the SQLite writer's, a PostgreSQL
+// transaction, the memory store's undo log).
+type Tx interface {
+	// Now is the transaction's clock reading; every time it writes is this one.
+	Now() time.Time
+
+	// Job reads job id to change it (PostgreSQL locks the row). A job that
+	// moved to the dead-letter queue is ErrIllegalTransition; none at all,
+	// ErrNotFound.
+	Job(id int64) (*Job, error)
+	// Processing reads job id if it is processing under lease, else
+	// ErrLeaseLost (another lease, or no longer processing) or ErrNotFound.
+	Processing(id, lease int64) (*Job, error)
+	// Stale reads up to limit processing jobs whose lease expired, oldest
+	// expiry first (PostgreSQL skips rows another transaction holds).
+	Stale(limit int) ([]*Job, error)
+	// Jobs reads the jobs of f (at most f.Limit, default BulkBatch) in id order.
+	Jobs(f JobFilter) ([]*Job, error)
+
+	// Requeue makes job j queued again at runAt with j.Errors, without a
+	// lease or worker; giveBack returns the attempt it used (a snooze). It
+	// returns the row as stored.
+	Requeue(j *Job, runAt time.Time, giveBack bool) (*Job, error)
+	// Cancel makes job j cancelled with reason and j.Errors, finished now,
+	// without a lease. It returns the row as stored.
+	Cancel(j *Job, reason string) (*Job, error)
+	// RequestCancel marks processing job j for cancelling, keeping a
+	// reason it already has, else reason. It returns the row as stored.
+	RequestCancel(j *Job, reason string) (*Job, error)
+	// InsertDead stores d in the dead-letter table (d.MovedAt as stored is
+	// written back into d); DeleteJob deletes job id, which must exist.
+	InsertDead(d *DeadJob) error
+	DeleteJob(id int64) error
+
+	// Event records a lifecycle event (data is its JSON, or nil).
+	Event(typ string, id int64, queue, kind string, data []byte)
+	// Moved tells a store that counts jobs per status (SQLite) that n jobs
+	// of queue went from one status to another; others ignore it.
+	Moved(queue string, from, to Status, n int)
+	// Count adds completed and failed attempts to queue's throughput.
+	Count(queue string, completed, failed int64)
+	// AttemptEnded tells the store that j's current attempt is over (the
+	// SQLite store forgets when it started).
+	AttemptEnded(j *Job)
+	// Wake wakes the claimers of queue after the commit.
+	Wake(queue string)
+	// Audit records e (nil: nothing) for count rows.
+	Audit(e *AuditEntry, count int) error
+	// Fault calls the store's fault hook at p, for the tests that prove a
+	// write is all or nothing; nil without a hook.
+	Fault(p FaultPoint, id int64) error
+}
+
+// Writer runs fn in one write transaction of the store: all of it or none.
+// It maps driver errors to the errors of this package.
+type Writer interface {
+	Write(ctx context.Context, fn func(Tx) error) error
+}
+
+func eventData(m map[string]any) []byte {
+	b, _ := json.Marshal(m)
+	return b
+}

@@ -1,0 +1,145 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/queuehq/queue/app"
+)
+
+// The writer's transaction as app.Tx: the steps of the lifecycle that
+// package app puts in order (Fail, Snooze, Cancel, RecoverStale, Drain,
+// MoveToDead), each one statement. What a step collects besides its row
+// (events, counts, wake-ups) is kept in the request's share, wtx.
+var _ app.Tx = (*wtx)(nil)
+
+// Write implements app.Writer: fn runs in the writer's next transaction,
+// shared with the requests around it (group commit); what fn changed
+// commits, or is undone alone when fn returns an error.
+func (s *Store) Write(ctx context.Context, fn func(app.Tx) error) error {
+	return mapErr(s.write(ctx, func(w *wtx) error { return fn(w) }))
+}
+
+// Job implements app.Tx.
+func (w *wtx) Job(id int64) (*app.Job, error) {
+	j, err := scanJob(w.queryRow(`SELECT `+jobCols+` FROM jobs WHERE id = ?`, id))
+	if !errors.Is(err, sql.ErrNoRows) {
+		return j, err
+	}
+	var one int
+	if err := w.queryRow(`SELECT 1 FROM dead_letter_jobs WHERE id = ?`, id).Scan(&one); err == nil {
+		return nil, fmt.Errorf("job %d is in the dead-letter queue: %w", id, app.ErrIllegalTransition)
+	}
+	return nil, fmt.Errorf("job %d: %w", id, app.ErrNotFound)
+}
+
+// Processing implements app.Tx: a job that is not processing under lease
+// is explained by fenceErr.
+func (w *wtx) Processing(id, lease int64) (*app.Job, error) {
+	j, err := scanJob(w.queryRow(`SELECT `+jobCols+` FROM jobs WHERE id = ? AND lease = ? AND status = 'processing'`, id, lease))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, w.fenceErr(id)
+	}
+	return j, err
+}
+
+// Stale implements app.Tx.
+func (w *wtx) Stale(limit int) ([]*app.Job, error) {
+	return w.jobs(`SELECT `+jobCols+` FROM jobs WHERE status = 'processing' AND lease_expires_at <= ?
+		ORDER BY lease_expires_at LIMIT ?`, ms(w.now), limit)
+}
+
+// Jobs implements app.Tx.
+func (w *wtx) Jobs(f app.JobFilter) ([]*app.Job, error) {
+	f.Asc = true
+	wh := jobWhere(f, w.now)
+	return w.jobs(`SELECT `+jobCols+` FROM jobs`+wh.String()+order(true)+limit(f.Limit, app.BulkBatch), wh.args...)
+}
+
+// jobs reads the jobs q selects, all of them before it returns.
+func (w *wtx) jobs(q string, args ...any) ([]*app.Job, error) {
+	rows, err := w.query(q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*app.Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+// Requeue implements app.Tx.
+func (w *wtx) Requeue(j *app.Job, runAt time.Time, giveBack bool) (*app.Job, error) {
+	q := `UPDATE jobs SET status = 'queued', run_at = ?, errors = ?, updated_at = ?,
+		lease_expires_at = NULL, worker_id = NULL`
+	if giveBack {
+		q += `, attempts = attempts - 1`
+	}
+	return scanJob(w.queryRow(q+` WHERE id = ? RETURNING `+jobCols, ms(runAt), encodeList(j.Errors), ms(w.now), j.ID))
+}
+
+// Cancel implements app.Tx.
+func (w *wtx) Cancel(j *app.Job, reason string) (*app.Job, error) {
+	return scanJob(w.queryRow(`UPDATE jobs SET status = 'cancelled', cancel_reason = ?, errors = ?,
+			finished_at = ?, updated_at = ?, lease_expires_at = NULL WHERE id = ? RETURNING `+jobCols,
+		reason, encodeList(j.Errors), ms(w.now), ms(w.now), j.ID))
+}
+
+// RequestCancel implements app.Tx.
+func (w *wtx) RequestCancel(j *app.Job, reason string) (*app.Job, error) {
+	return scanJob(w.queryRow(`UPDATE jobs SET cancel_requested = 1,
+			cancel_reason = coalesce(cancel_reason, ?), updated_at = ? WHERE id = ? RETURNING `+jobCols,
+		reason, ms(w.now), j.ID))
+}
+
+// InsertDead implements app.Tx.
+func (w *wtx) InsertDead(d *app.DeadJob) error {
+	if _, err := w.exec(`INSERT INTO dead_letter_jobs (`+deadCols+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL)`,
+		d.ID, d.Queue, d.Kind, rawOrNull(d.Payload), d.Priority, encodeList(d.Tags), d.Attempts,
+		d.MaxAttempts, d.Timeout.D().Milliseconds(), encodeList(d.Errors), nullString(d.IdempotencyKey),
+		ms(d.OriginalCreatedAt), nullInt(d.ReplayedFrom), d.Reason, d.LastError, ms(d.MovedAt), d.OriginalLease); err != nil {
+		return err
+	}
+	d.MovedAt = fromMS(ms(d.MovedAt)) // as stored, so the caller sees exactly the row
+	return nil
+}
+
+// DeleteJob implements app.Tx.
+func (w *wtx) DeleteJob(id int64) error {
+	res, err := w.exec(`DELETE FROM jobs WHERE id = ?`, id)
+	if err != nil {
+		return fmt.Errorf("delete: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("delete removed %d rows", n)
+	}
+	return nil
+}
+
+// Audit implements app.Tx: it records e (if not nil) with count.
+func (w *wtx) Audit(e *app.AuditEntry, count int) error {
+	if e == nil {
+		return nil
+	}
+	at := e.At
+	if at.IsZero() {
+		at = w.now
+	}
+	var filter any
+	if len(e.Filter) > 0 {
+		filter = string(e.Filter)
+	}
+	_, err := w.exec(`INSERT INTO audit (at, actor, action, target, filter, count) VALUES (?, ?, ?, ?, ?, ?)`,
+		ms(at), e.Actor, e.Action, nullString(e.Target), filter, count)
+	return err
+}
