@@ -13,19 +13,11 @@ import (
 func (s *Store) ListDead(ctx context.Context, f app.DeadFilter) ([]*app.DeadJob, error) {
 	w := deadWhere(f)
 	rows, err := s.rdb.QueryContext(ctx, `SELECT `+deadCols+` FROM dead_letter_jobs`+w.String()+order(f.Asc)+limit(f.Limit, 50), w.args...)
+	out, err := collect(rows, err, scanDead)
 	if err != nil {
 		return nil, fmt.Errorf("list dead-letter queue: %w", mapErr(err))
 	}
-	defer rows.Close()
-	var out []*app.DeadJob
-	for rows.Next() {
-		d, err := scanDead(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list dead-letter queue: %w", err)
-		}
-		out = append(out, d)
-	}
-	return out, mapErr(rows.Err())
+	return out, nil
 }
 
 // CountDead implements app.Store.
@@ -41,19 +33,7 @@ func (w *wtx) selectDead(f app.DeadFilter) ([]*app.DeadJob, error) {
 	f.Asc = true
 	wh := deadWhere(f)
 	rows, err := w.query(`SELECT `+deadCols+` FROM dead_letter_jobs`+wh.String()+order(true)+limit(f.Limit, app.BulkBatch), wh.args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*app.DeadJob
-	for rows.Next() {
-		d, err := scanDead(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	return out, rows.Err()
+	return collect(rows, err, scanDead)
 }
 
 // Replay implements app.Store.

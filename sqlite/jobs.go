@@ -236,19 +236,11 @@ func (s *Store) Lookup(ctx context.Context, id int64) (*app.Job, *app.DeadJob, e
 func (s *Store) List(ctx context.Context, f app.JobFilter) ([]*app.Job, error) {
 	w := jobWhere(f, s.clock.Now())
 	rows, err := s.rdb.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs`+w.String()+order(f.Asc)+limit(f.Limit, 50), w.args...)
+	out, err := collect(rows, err, scanJob)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", mapErr(err))
 	}
-	defer rows.Close()
-	var out []*app.Job
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list jobs: %w", err)
-		}
-		out = append(out, j)
-	}
-	return out, mapErr(rows.Err())
+	return out, nil
 }
 
 // CountJobs implements app.Store.

@@ -26,6 +26,24 @@ const claimCols = `id, queue, kind, payload, priority, run_at, attempts, max_att
 
 type scanner interface{ Scan(dest ...any) error }
 
+// collect reads every row of a query with scan and closes the rows; err is
+// the query's own error, passed through.
+func collect[T any](rows *sql.Rows, err error, scan func(scanner) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
 // jobRow holds the columns of a job as scanned.
 type jobRow struct {
 	j                                                app.Job

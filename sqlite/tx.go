@@ -62,19 +62,7 @@ func (w *wtx) Jobs(f app.JobFilter) ([]*app.Job, error) {
 // jobs reads the jobs q selects, all of them before it returns.
 func (w *wtx) jobs(q string, args ...any) ([]*app.Job, error) {
 	rows, err := w.query(q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*app.Job
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, j)
-	}
-	return out, rows.Err()
+	return collect(rows, err, scanJob)
 }
 
 // Requeue implements app.Tx.
