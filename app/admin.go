@@ -151,7 +151,7 @@ func (s *Service) Replay(ctx context.Context, id int64, in ReplayInput, actor st
 
 // Purge deletes dead-letter row id, as actor.
 func (s *Service) Purge(ctx context.Context, id int64, actor string) error {
-	_, err := s.Store.Purge(ctx, DeadFilter{IDs: []int64{id}, Limit: 1},
+	_, err := Purge(ctx, s.Store, DeadFilter{IDs: []int64{id}, Limit: 1},
 		&AuditEntry{Actor: actor, Action: "dlq.purge", Target: "dead_letter " + strconv.FormatInt(id, 10)})
 	return err
 }
@@ -285,7 +285,7 @@ func (s *Service) BulkDead(ctx context.Context, action string, in BulkInput, act
 					last = *jobs[n-1].ReplayedFrom
 				}
 			} else {
-				ids, err := s.Store.Purge(ctx, f, nil)
+				ids, err := Purge(ctx, s.Store, f, nil)
 				if err != nil {
 					return &BulkResult{Count: total}, err
 				}

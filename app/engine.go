@@ -7,7 +7,8 @@ import (
 )
 
 // The lifecycle of a job after its claim, written once over a Tx: what a
-// failure, a snooze, a cancel, a lost lease, a drain and an admin move do,
+// failure, a snooze, a cancel, a lost lease, a drain, an admin move, a TTL
+// and a purge do,
 // and in which order (row, fault point, event, counters, wake-up). The
 // stores only carry out the steps. Claim, complete and submit stay inside
 // each store, where their batched fast paths live.
@@ -268,4 +269,59 @@ func eachQueued(ctx context.Context, w Writer, f JobFilter, audit *AuditEntry, f
 		return tx.Audit(audit, len(ids))
 	})
 	return ids, err
+}
+
+// ExpireTTL cancels up to limit queued jobs whose expires_at passed, with
+// reason expired, and returns how many.
+func ExpireTTL(ctx context.Context, w Writer, limit int) (int, error) {
+	n := 0
+	err := w.Write(ctx, func(tx Tx) error {
+		due, err := tx.ExpireDue(max(limit, 1))
+		if err != nil {
+			return err
+		}
+		for _, r := range due {
+			if err := tx.Fault(FaultCancel, r.ID); err != nil {
+				return err
+			}
+			tx.Event(EventExpired, r.ID, r.Queue, r.Kind, nil)
+			tx.Moved(r.Queue, StatusQueued, StatusCancelled, 1)
+		}
+		n = len(due)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("expire jobs: %w", err)
+	}
+	return n, nil
+}
+
+// Purge deletes the dead-letter rows of f (at most f.Limit) in one
+// transaction, audited, and returns their ids. Purging one row by id that
+// does not exist is ErrNotFound.
+func Purge(ctx context.Context, w Writer, f DeadFilter, audit *AuditEntry) ([]int64, error) {
+	var ids []int64
+	err := w.Write(ctx, func(tx Tx) error {
+		ids = nil
+		gone, err := tx.DeleteDead(f)
+		if err != nil {
+			return err
+		}
+		if err := tx.Fault(FaultDelete, 0); err != nil {
+			return err
+		}
+		for _, r := range gone {
+			ids = append(ids, r.ID)
+			tx.Event(EventDLQPurged, r.ID, r.Queue, r.Kind, nil)
+			tx.Moved(r.Queue, StatusDeadLetter, "", 1)
+		}
+		if len(ids) == 0 && len(f.IDs) == 1 {
+			return fmt.Errorf("dead-letter row %d: %w", f.IDs[0], ErrNotFound)
+		}
+		return tx.Audit(audit, len(ids))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("purge: %w", err)
+	}
+	return ids, nil
 }

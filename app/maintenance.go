@@ -31,7 +31,7 @@ func (m *Maintainer) Tick(ctx context.Context) error {
 		}
 	}
 	for i := 0; i < 100; i++ {
-		n, err := s.Store.ExpireTTL(ctx, BulkBatch)
+		n, err := ExpireTTL(ctx, s.Store, BulkBatch)
 		if err != nil {
 			return err
 		}

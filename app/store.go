@@ -51,7 +51,8 @@ type Leader interface {
 // JobStore submits, reads and moves jobs through their lifecycle.
 type JobStore interface {
 	// Writer runs the lifecycle of this package (Fail, Snooze, Cancel,
-	// RecoverStale, Drain, MoveToDead) in one transaction over the store's Tx.
+	// RecoverStale, Drain, MoveToDead, ExpireTTL, Purge) in one
+	// transaction over the store's Tx.
 	Writer
 	// Submit inserts jobs all or nothing. A job whose idempotency key is
 	// already used in its queue (by a stored job or dead-letter row) inserts
@@ -98,9 +99,6 @@ type DeadLetterStore interface {
 	// req.Filter (at most Filter.Limit), keeping the rows and counting the
 	// resurrection, in one transaction. It returns the new jobs in row order.
 	Replay(ctx context.Context, req ReplayRequest) ([]*Job, error)
-	// Purge deletes the dead-letter rows matching f (at most f.Limit) in one
-	// transaction and returns their ids.
-	Purge(ctx context.Context, f DeadFilter, audit *AuditEntry) ([]int64, error)
 }
 
 // QueueStore keeps the queues' state and counts.
@@ -117,8 +115,6 @@ type QueueStore interface {
 
 // MaintenanceStore is the work of the maintenance loop and retention.
 type MaintenanceStore interface {
-	// ExpireTTL cancels up to limit queued jobs whose expires_at passed.
-	ExpireTTL(ctx context.Context, limit int) (int, error)
 	// DeleteOld deletes up to req.Limit rows of req.What older than req.Before
 	// in one statement and returns how many went.
 	DeleteOld(ctx context.Context, req DeleteOldRequest) (int, error)

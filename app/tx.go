@@ -39,6 +39,12 @@ type Tx interface {
 	// RequestCancel marks processing job j for cancelling, keeping a
 	// reason it already has, else reason. It returns the row as stored.
 	RequestCancel(j *Job, reason string) (*Job, error)
+	// ExpireDue cancels up to limit queued jobs whose expires_at passed,
+	// with reason expired, finished now; it names the jobs it cancelled.
+	ExpireDue(limit int) ([]Ref, error)
+	// DeleteDead deletes the dead-letter rows of f (at most f.Limit,
+	// default BulkBatch, lowest id first) and names them in id order.
+	DeleteDead(f DeadFilter) ([]Ref, error)
 	// InsertDead stores d in the dead-letter table (d.MovedAt as stored is
 	// written back into d); DeleteJob deletes job id, which must exist.
 	InsertDead(d *DeadJob) error
@@ -61,6 +67,12 @@ type Tx interface {
 	// Fault calls the store's fault hook at p, for the tests that prove a
 	// write is all or nothing; nil without a hook.
 	Fault(p FaultPoint, id int64) error
+}
+
+// Ref names a row that a set-based step of a Tx changed.
+type Ref struct {
+	ID          int64
+	Queue, Kind string
 }
 
 // Writer runs fn in one write transaction of the store: all of it or none.

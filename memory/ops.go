@@ -114,30 +114,6 @@ func (s *Store) Replay(ctx context.Context, req app.ReplayRequest) ([]*app.Job, 
 	return out, nil
 }
 
-// Purge implements app.Store.
-func (s *Store) Purge(ctx context.Context, f app.DeadFilter, audit *app.AuditEntry) ([]int64, error) {
-	var ids []int64
-	err := s.write(ctx, func(t *tx) error {
-		f.Asc = true
-		for _, d := range s.selectDead(f, app.BulkBatch) {
-			t.deleteDead(d.ID)
-			t.event(app.EventDLQPurged, d.ID, d.Queue, d.Kind, nil)
-			ids = append(ids, d.ID)
-		}
-		if err := t.Fault(app.FaultDelete, 0); err != nil {
-			return err
-		}
-		if len(ids) == 0 && len(f.IDs) == 1 {
-			return fmt.Errorf("dead-letter row %d: %w", f.IDs[0], app.ErrNotFound)
-		}
-		return t.Audit(audit, len(ids))
-	})
-	if err != nil {
-		return nil, fmt.Errorf("purge: %w", err)
-	}
-	return ids, nil
-}
-
 // Queues implements app.Store.
 func (s *Store) Queues(ctx context.Context) ([]app.QueueState, error) {
 	s.mu.Lock()
@@ -252,41 +228,6 @@ func (s *Store) Throughput(ctx context.Context, since time.Time) ([]app.MinuteCo
 		return out[i].Queue < out[j].Queue
 	})
 	return out, nil
-}
-
-// ExpireTTL implements app.Store.
-func (s *Store) ExpireTTL(ctx context.Context, limit int) (int, error) {
-	n := 0
-	err := s.write(ctx, func(t *tx) error {
-		var due []*app.Job
-		for _, j := range s.jobs {
-			if j.Status == app.StatusQueued && j.ExpiresAt != nil && !j.ExpiresAt.After(t.now) {
-				due = append(due, j)
-			}
-		}
-		sort.Slice(due, func(a, b int) bool { return due[a].ID < due[b].ID })
-		if len(due) > max(limit, 1) {
-			due = due[:max(limit, 1)]
-		}
-		for _, old := range due {
-			j := copyJob(old)
-			j.Status, j.CancelReason = app.StatusCancelled, app.CancelExpired
-			j.FinishedAt, j.UpdatedAt = ptr(t.now), t.now
-			if err := t.putJob(j); err != nil {
-				return err
-			}
-			if err := t.Fault(app.FaultCancel, j.ID); err != nil {
-				return err
-			}
-			t.event(app.EventExpired, j.ID, j.Queue, j.Kind, nil)
-			n++
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("expire jobs: %w", err)
-	}
-	return n, nil
 }
 
 // DeleteOld implements app.Store.

@@ -239,6 +239,39 @@ func (t *tx) Jobs(f app.JobFilter) ([]*app.Job, error) {
 	return copyJobs(t.s.selectJobs(f, t.now, app.BulkBatch)), nil
 }
 
+// ExpireDue implements app.Tx.
+func (t *tx) ExpireDue(limit int) ([]app.Ref, error) {
+	var due []*app.Job
+	for _, j := range t.s.jobs {
+		if j.Status == app.StatusQueued && j.ExpiresAt != nil && !j.ExpiresAt.After(t.now) {
+			due = append(due, j)
+		}
+	}
+	sort.Slice(due, func(a, b int) bool { return due[a].ID < due[b].ID })
+	var refs []app.Ref
+	for _, old := range due[:min(len(due), max(limit, 1))] {
+		j := copyJob(old)
+		j.Status, j.CancelReason = app.StatusCancelled, app.CancelExpired
+		j.FinishedAt, j.UpdatedAt = ptr(t.now), t.now
+		if err := t.putJob(j); err != nil {
+			return nil, err
+		}
+		refs = append(refs, app.Ref{ID: j.ID, Queue: j.Queue, Kind: j.Kind})
+	}
+	return refs, nil
+}
+
+// DeleteDead implements app.Tx.
+func (t *tx) DeleteDead(f app.DeadFilter) ([]app.Ref, error) {
+	f.Asc = true
+	var refs []app.Ref
+	for _, d := range t.s.selectDead(f, app.BulkBatch) {
+		t.deleteDead(d.ID)
+		refs = append(refs, app.Ref{ID: d.ID, Queue: d.Queue, Kind: d.Kind})
+	}
+	return refs, nil
+}
+
 // Requeue implements app.Tx.
 func (t *tx) Requeue(j *app.Job, runAt time.Time, giveBack bool) (*app.Job, error) {
 	nj := copyJob(j)

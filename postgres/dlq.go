@@ -86,55 +86,6 @@ func (s *Store) Replay(ctx context.Context, req app.ReplayRequest) ([]*app.Job, 
 	return out, nil
 }
 
-// Purge implements app.Store.
-func (s *Store) Purge(ctx context.Context, f app.DeadFilter, audit *app.AuditEntry) ([]int64, error) {
-	var ids []int64
-	err := s.write(ctx, func(w *wtx) error {
-		ids = nil
-		f.Asc = true
-		wh := deadWhere(f)
-		rows, err := w.query(`DELETE FROM dead_letter_jobs WHERE id = ANY(ARRAY(SELECT id FROM dead_letter_jobs`+wh.String()+
-			order(true)+limit(f.Limit, app.BulkBatch)+`)) RETURNING id, queue, kind`, wh.args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		type purged struct {
-			id          int64
-			queue, kind string
-		}
-		var gone []purged
-		for rows.Next() {
-			var p purged
-			if err := rows.Scan(&p.id, &p.queue, &p.kind); err != nil {
-				return err
-			}
-			gone = append(gone, p)
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		rows.Close()
-		if err := w.Fault(app.FaultDelete, 0); err != nil {
-			return err
-		}
-		// RETURNING gives no order: events and ids go in id order, as listed.
-		sortBy(gone, func(p purged) int64 { return p.id })
-		for _, p := range gone {
-			ids = append(ids, p.id)
-			w.Event(app.EventDLQPurged, p.id, p.queue, p.kind, nil)
-		}
-		if len(ids) == 0 && len(f.IDs) == 1 {
-			return fmt.Errorf("dead-letter row %d: %w", f.IDs[0], app.ErrNotFound)
-		}
-		return w.Audit(audit, len(ids))
-	})
-	if err != nil {
-		return nil, fmt.Errorf("purge: %w", mapErr(err))
-	}
-	return ids, nil
-}
-
 // Jobs implements app.Tx: it reads and locks the jobs of f, in id order.
 func (w *wtx) Jobs(f app.JobFilter) ([]*app.Job, error) {
 	f.Asc = true

@@ -196,41 +196,6 @@ func (s *Store) Throughput(ctx context.Context, since time.Time) ([]app.MinuteCo
 	return out, nil
 }
 
-// ExpireTTL implements app.Store.
-func (s *Store) ExpireTTL(ctx context.Context, limit int) (int, error) {
-	n := 0
-	err := s.write(ctx, func(w *wtx) error {
-		n = 0
-		rows, err := w.query(`WITH due AS (
-				SELECT id FROM jobs WHERE status = 'queued' AND expires_at IS NOT NULL AND expires_at <= $1
-				ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-			UPDATE jobs j SET status = 'cancelled', cancel_reason = 'expired', finished_at = $1, updated_at = $1
-			FROM due WHERE j.id = due.id
-			RETURNING j.id, j.queue, j.kind`, w.now, max(limit, 1))
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id int64
-			var queue, kind string
-			if err := rows.Scan(&id, &queue, &kind); err != nil {
-				return err
-			}
-			if err := w.Fault(app.FaultCancel, id); err != nil {
-				return err
-			}
-			w.Event(app.EventExpired, id, queue, kind, nil)
-			n++
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return 0, fmt.Errorf("expire jobs: %w", mapErr(err))
-	}
-	return n, nil
-}
-
 // DeleteOld implements app.Store: one bounded DELETE.
 func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, error) {
 	a := args{}

@@ -461,3 +461,36 @@ func (w *where) String() string {
 	}
 	return " WHERE " + strings.Join(w.conds, " AND ")
 }
+
+// ExpireDue implements app.Tx. Rows another transaction holds are skipped.
+func (w *wtx) ExpireDue(limit int) ([]app.Ref, error) {
+	return scanRefs(w.query(`WITH due AS (
+			SELECT id FROM jobs WHERE status = 'queued' AND expires_at IS NOT NULL AND expires_at <= $1
+			ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+		UPDATE jobs j SET status = 'cancelled', cancel_reason = 'expired', finished_at = $1, updated_at = $1
+		FROM due WHERE j.id = due.id
+		RETURNING j.id, j.queue, j.kind`, w.now, limit))
+}
+
+// DeleteDead implements app.Tx. RETURNING gives no order: the rows are
+// named in id order, as they are listed.
+func (w *wtx) DeleteDead(f app.DeadFilter) ([]app.Ref, error) {
+	f.Asc = true
+	wh := deadWhere(f)
+	refs, err := scanRefs(w.query(`DELETE FROM dead_letter_jobs WHERE id = ANY(ARRAY(SELECT id FROM dead_letter_jobs`+wh.String()+
+		order(true)+limit(f.Limit, app.BulkBatch)+`)) RETURNING id, queue, kind`, wh.args...))
+	sortBy(refs, func(r app.Ref) int64 { return r.ID })
+	return refs, err
+}
+
+// scanRefs reads (id, queue, kind) rows.
+func scanRefs(rows pgx.Rows, err error) ([]app.Ref, error) {
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (app.Ref, error) {
+		var r app.Ref
+		err := row.Scan(&r.ID, &r.Queue, &r.Kind)
+		return r, err
+	})
+}

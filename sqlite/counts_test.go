@@ -87,7 +87,7 @@ func TestMaintainedCountsEqualTheRows(t *testing.T) {
 			what = "time passes"
 			clock.Advance(time.Duration(rng.IntN(3000)) * time.Millisecond)
 			app.RecoverStale(ctx, s, 100, backoff)
-			s.ExpireTTL(ctx, 100)
+			app.ExpireTTL(ctx, s, 100)
 		case 9:
 			what = "move"
 			svc.BulkDead(ctx, app.BulkMove, app.BulkInput{Queue: q}, "t")

@@ -272,39 +272,6 @@ func (s *Store) Throughput(ctx context.Context, since time.Time) ([]app.MinuteCo
 	return out, mapErr(rows.Err())
 }
 
-// ExpireTTL implements app.Store.
-func (s *Store) ExpireTTL(ctx context.Context, limit int) (int, error) {
-	n := 0
-	err := s.write(ctx, func(w *wtx) error {
-		n = 0
-		rows, err := w.query(`UPDATE jobs SET status = 'cancelled', cancel_reason = 'expired', finished_at = ?, updated_at = ?
-			WHERE id IN (SELECT id FROM jobs WHERE status = 'queued' AND expires_at IS NOT NULL AND expires_at <= ? LIMIT ?)
-			RETURNING id, queue, kind`, ms(w.now), ms(w.now), ms(w.now), max(limit, 1))
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id int64
-			var queue, kind string
-			if err := rows.Scan(&id, &queue, &kind); err != nil {
-				return err
-			}
-			if err := w.Fault(app.FaultCancel, id); err != nil {
-				return err
-			}
-			w.Event(app.EventExpired, id, queue, kind, nil)
-			w.Moved(queue, app.StatusQueued, app.StatusCancelled, 1)
-			n++
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return 0, fmt.Errorf("expire jobs: %w", mapErr(err))
-	}
-	return n, nil
-}
-
 // DeleteOld implements app.Store.
 func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, error) {
 	var q string

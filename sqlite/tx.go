@@ -1,10 +1,12 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/queuehq/queue/app"
@@ -130,4 +132,29 @@ func (w *wtx) Audit(e *app.AuditEntry, count int) error {
 	_, err := w.exec(`INSERT INTO audit (at, actor, action, target, filter, count) VALUES (?, ?, ?, ?, ?, ?)`,
 		ms(at), e.Actor, e.Action, nullString(e.Target), filter, count)
 	return err
+}
+
+// ExpireDue implements app.Tx.
+func (w *wtx) ExpireDue(limit int) ([]app.Ref, error) {
+	rows, err := w.query(`UPDATE jobs SET status = 'cancelled', cancel_reason = 'expired', finished_at = ?, updated_at = ?
+		WHERE id IN (SELECT id FROM jobs WHERE status = 'queued' AND expires_at IS NOT NULL AND expires_at <= ? LIMIT ?)
+		RETURNING id, queue, kind`, ms(w.now), ms(w.now), ms(w.now), limit)
+	return collect(rows, err, scanRef)
+}
+
+// DeleteDead implements app.Tx.
+func (w *wtx) DeleteDead(f app.DeadFilter) ([]app.Ref, error) {
+	f.Asc = true
+	wh := deadWhere(f)
+	rows, err := w.query(`DELETE FROM dead_letter_jobs WHERE id IN (SELECT id FROM dead_letter_jobs`+wh.String()+
+		order(true)+limit(f.Limit, app.BulkBatch)+`) RETURNING id, queue, kind`, wh.args...)
+	refs, err := collect(rows, err, scanRef)
+	slices.SortFunc(refs, func(a, b app.Ref) int { return cmp.Compare(a.ID, b.ID) })
+	return refs, err
+}
+
+func scanRef(sc scanner) (app.Ref, error) {
+	var r app.Ref
+	err := sc.Scan(&r.ID, &r.Queue, &r.Kind)
+	return r, err
 }

@@ -197,7 +197,7 @@ func testReplaySpacesRunAt(e *env) {
 func testPurgeDeletesOnlyMatchingRows(e *env) {
 	a := e.deadLetter(e.submitOne("a", "k"))
 	b := e.deadLetter(e.submitOne("b", "k"))
-	ids, err := e.s.Purge(e.ctx, app.DeadFilter{Queue: "a"}, nil)
+	ids, err := app.Purge(e.ctx, e.s, app.DeadFilter{Queue: "a"}, nil)
 	if err != nil || len(ids) != 1 || ids[0] != a.ID {
 		e.t.Fatalf("purge queue a: %v %v", ids, err)
 	}
@@ -205,13 +205,13 @@ func testPurgeDeletesOnlyMatchingRows(e *env) {
 		e.t.Fatalf("purged row still there: %v", err)
 	}
 	e.dead(b.ID)
-	if _, err := e.s.Purge(e.ctx, app.DeadFilter{IDs: []int64{a.ID}}, nil); !errors.Is(err, app.ErrNotFound) {
+	if _, err := app.Purge(e.ctx, e.s, app.DeadFilter{IDs: []int64{a.ID}}, nil); !errors.Is(err, app.ErrNotFound) {
 		e.t.Fatalf("purge of a missing row: %v, want ErrNotFound", err)
 	}
 	// older_than
 	e.clock.Advance(time.Hour)
 	c := e.deadLetter(e.submitOne("b", "k"))
-	ids, _ = e.s.Purge(e.ctx, app.DeadFilter{OlderThan: e.clock.Now().Add(-30 * time.Minute)}, nil)
+	ids, _ = app.Purge(e.ctx, e.s, app.DeadFilter{OlderThan: e.clock.Now().Add(-30 * time.Minute)}, nil)
 	if len(ids) != 1 || ids[0] != b.ID {
 		e.t.Fatalf("purge older than 30m: %v, want [%d]", ids, b.ID)
 	}

@@ -137,7 +137,7 @@ var faultCases = []faultCase{
 		e.submitN(2, "q", "k", func(n *app.NewJob) { n.ExpiresAt = &exp })
 		e.clock.Advance(2 * time.Minute)
 		return func() error {
-			_, err := e.s.ExpireTTL(e.ctx, 100)
+			_, err := app.ExpireTTL(e.ctx, e.s, 100)
 			return err
 		}
 	}},
@@ -161,7 +161,7 @@ var faultCases = []faultCase{
 	{"purge", app.FaultDelete, 0, func(e *env) func() error {
 		e.deadLetter(e.submitOne("q", "k"))
 		return func() error {
-			_, err := e.s.Purge(e.ctx, app.DeadFilter{Queue: "q"}, &app.AuditEntry{Actor: "ops", Action: "dlq.purge"})
+			_, err := app.Purge(e.ctx, e.s, app.DeadFilter{Queue: "q"}, &app.AuditEntry{Actor: "ops", Action: "dlq.purge"})
 			return err
 		}
 	}},

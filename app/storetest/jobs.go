@@ -966,11 +966,11 @@ func testTTLExpiresQueuedJobsEvenWhenPaused(e *env) {
 	keep := e.submitOne("p", "k")
 	e.s.SetPaused(e.ctx, "p", true, nil)
 	e.clock.Advance(4 * time.Second)
-	if n, _ := e.s.ExpireTTL(e.ctx, 100); n != 0 {
+	if n, _ := app.ExpireTTL(e.ctx, e.s, 100); n != 0 {
 		e.t.Fatalf("expired %d jobs early", n)
 	}
 	e.clock.Advance(time.Second)
-	if n, _ := e.s.ExpireTTL(e.ctx, 100); n != 1 {
+	if n, _ := app.ExpireTTL(e.ctx, e.s, 100); n != 1 {
 		e.t.Fatalf("expired %d jobs, want 1", n)
 	}
 	got := e.get(j.ID)
