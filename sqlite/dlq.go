@@ -73,4 +73,3 @@ func (s *Store) Replay(ctx context.Context, req app.ReplayRequest) ([]*app.Job, 
 	}
 	return out, nil
 }
-
