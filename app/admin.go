@@ -411,7 +411,7 @@ func (s *Service) SetPaused(ctx context.Context, queue string, paused bool, acto
 	if paused {
 		action = "queue.pause"
 	}
-	return s.Store.SetPaused(ctx, queue, paused, &AuditEntry{Actor: actor, Action: action, Target: "queue " + queue})
+	return SetPaused(ctx, s.Store, queue, paused, &AuditEntry{Actor: actor, Action: action, Target: "queue " + queue})
 }
 
 // Stats is GET /api/stats: every queue, and the total.

@@ -325,3 +325,24 @@ func Purge(ctx context.Context, w Writer, f DeadFilter, audit *AuditEntry) ([]in
 	}
 	return ids, nil
 }
+
+// SetPaused pauses or resumes queue, audited; the state survives restarts.
+// Resuming wakes the queue's waiting claimers.
+func SetPaused(ctx context.Context, w Writer, queue string, paused bool, audit *AuditEntry) error {
+	err := w.Write(ctx, func(tx Tx) error {
+		if err := tx.SetQueuePaused(queue, paused); err != nil {
+			return err
+		}
+		if paused {
+			tx.Event(EventQueuePaused, 0, queue, "", nil)
+		} else {
+			tx.Event(EventQueueResumed, 0, queue, "", nil)
+			tx.Wake(queue)
+		}
+		return tx.Audit(audit, 1)
+	})
+	if err != nil {
+		return fmt.Errorf("pause queue %s: %w", queue, err)
+	}
+	return nil
+}

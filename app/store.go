@@ -51,7 +51,7 @@ type Leader interface {
 // JobStore submits, reads and moves jobs through their lifecycle.
 type JobStore interface {
 	// Writer runs the lifecycle of this package (Fail, Snooze, Cancel,
-	// RecoverStale, Drain, MoveToDead, ExpireTTL, Purge) in one
+	// RecoverStale, Drain, MoveToDead, ExpireTTL, Purge, SetPaused) in one
 	// transaction over the store's Tx.
 	Writer
 	// Submit inserts jobs all or nothing. A job whose idempotency key is
@@ -105,8 +105,6 @@ type DeadLetterStore interface {
 type QueueStore interface {
 	// Queues returns every queue that has jobs, dead-letter rows or state.
 	Queues(ctx context.Context) ([]QueueState, error)
-	// SetPaused pauses or resumes queue; the state survives restarts.
-	SetPaused(ctx context.Context, queue string, paused bool, audit *AuditEntry) error
 	// Stats counts jobs per queue as of now (see QueueStats).
 	Stats(ctx context.Context) ([]QueueStats, error)
 	// Throughput returns completed and failed counts per minute since since.

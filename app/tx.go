@@ -45,6 +45,8 @@ type Tx interface {
 	// DeleteDead deletes the dead-letter rows of f (at most f.Limit,
 	// default BulkBatch, lowest id first) and names them in id order.
 	DeleteDead(f DeadFilter) ([]Ref, error)
+	// SetQueuePaused stores whether queue is paused (since now, if so).
+	SetQueuePaused(queue string, paused bool) error
 	// InsertDead stores d in the dead-letter table (d.MovedAt as stored is
 	// written back into d); DeleteJob deletes job id, which must exist.
 	InsertDead(d *DeadJob) error

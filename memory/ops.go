@@ -126,26 +126,6 @@ func (s *Store) Queues(ctx context.Context) ([]app.QueueState, error) {
 	return out, nil
 }
 
-// SetPaused implements app.Store.
-func (s *Store) SetPaused(ctx context.Context, queue string, paused bool, audit *app.AuditEntry) error {
-	return s.write(ctx, func(t *tx) error {
-		t.setQueue(queue, func(q *queueState) {
-			q.paused = paused
-			q.pausedAt = nil
-			if paused {
-				q.pausedAt = ptr(t.now)
-			}
-		})
-		if paused {
-			t.event(app.EventQueuePaused, 0, queue, "", nil)
-		} else {
-			t.event(app.EventQueueResumed, 0, queue, "", nil)
-			t.Wake(queue)
-		}
-		return t.Audit(audit, 1)
-	})
-}
-
 // Stats implements app.Store.
 func (s *Store) Stats(ctx context.Context) ([]app.QueueStats, error) {
 	s.mu.Lock()

@@ -239,6 +239,17 @@ func (t *tx) Jobs(f app.JobFilter) ([]*app.Job, error) {
 	return copyJobs(t.s.selectJobs(f, t.now, app.BulkBatch)), nil
 }
 
+// SetQueuePaused implements app.Tx.
+func (t *tx) SetQueuePaused(queue string, paused bool) error {
+	t.setQueue(queue, func(q *queueState) {
+		q.paused, q.pausedAt = paused, nil
+		if paused {
+			q.pausedAt = ptr(t.now)
+		}
+	})
+	return nil
+}
+
 // ExpireDue implements app.Tx.
 func (t *tx) ExpireDue(limit int) ([]app.Ref, error) {
 	var due []*app.Job

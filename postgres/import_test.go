@@ -93,7 +93,7 @@ func fillSQLite(t *testing.T, path string) (maxID int64) {
 	if _, err := s.Replay(ctx, app.ReplayRequest{Filter: app.DeadFilter{IDs: []int64{c[3].ID}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SetPaused(ctx, "mail", true, nil); err != nil {
+	if err := app.SetPaused(ctx, s, "mail", true, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := s.FirePeriodic(ctx, app.PeriodicFire{Entry: "nightly", FireAt: clock.Now().Truncate(time.Minute),

@@ -46,32 +46,6 @@ func (s *Store) Queues(ctx context.Context) ([]app.QueueState, error) {
 	return out, nil
 }
 
-// SetPaused implements app.Store.
-func (s *Store) SetPaused(ctx context.Context, queue string, paused bool, audit *app.AuditEntry) error {
-	err := s.write(ctx, func(w *wtx) error {
-		var at *time.Time
-		typ := app.EventQueueResumed
-		if paused {
-			at, typ = &w.now, app.EventQueuePaused
-		}
-		if _, err := w.exec(`INSERT INTO queues (name, paused, paused_at) VALUES ($1, $2, $3)
-			ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, paused_at = excluded.paused_at`,
-			queue, paused, at); err != nil {
-			return err
-		}
-		w.queues = append(w.queues, queue)
-		w.Event(typ, 0, queue, "", nil)
-		if !paused {
-			w.wake = append(w.wake, queue)
-		}
-		return w.Audit(audit, 1)
-	})
-	if err != nil {
-		return fmt.Errorf("pause queue %s: %w", queue, mapErr(err))
-	}
-	return nil
-}
-
 // Stats implements app.Store: the counts come from one snapshot, so they
 // agree with each other.
 func (s *Store) Stats(ctx context.Context) ([]app.QueueStats, error) {

@@ -494,3 +494,18 @@ func scanRefs(rows pgx.Rows, err error) ([]app.Ref, error) {
 		return r, err
 	})
 }
+
+// SetQueuePaused implements app.Tx.
+func (w *wtx) SetQueuePaused(queue string, paused bool) error {
+	var at *time.Time
+	if paused {
+		at = &w.now
+	}
+	_, err := w.exec(`INSERT INTO queues (name, paused, paused_at) VALUES ($1, $2, $3)
+		ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, paused_at = excluded.paused_at`,
+		queue, paused, at)
+	if err == nil {
+		w.queues = append(w.queues, queue)
+	}
+	return err
+}

@@ -36,32 +36,6 @@ func (s *Store) Queues(ctx context.Context) ([]app.QueueState, error) {
 	return out, mapErr(rows.Err())
 }
 
-// SetPaused implements app.Store.
-func (s *Store) SetPaused(ctx context.Context, queue string, paused bool, audit *app.AuditEntry) error {
-	err := s.write(ctx, func(w *wtx) error {
-		var at any
-		typ := app.EventQueueResumed
-		if paused {
-			at, typ = ms(w.now), app.EventQueuePaused
-		}
-		if _, err := w.exec(`INSERT INTO queues (name, paused, paused_at) VALUES (?, ?, ?)
-			ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, paused_at = excluded.paused_at`,
-			queue, boolInt(paused), at); err != nil {
-			return err
-		}
-		w.queues = append(w.queues, queue)
-		w.Event(typ, 0, queue, "", nil)
-		if !paused {
-			w.wake = append(w.wake, queue)
-		}
-		return w.Audit(audit, 1)
-	})
-	if err != nil {
-		return fmt.Errorf("pause queue %s: %w", queue, mapErr(err))
-	}
-	return nil
-}
-
 func boolInt(b bool) int {
 	if b {
 		return 1

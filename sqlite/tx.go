@@ -158,3 +158,18 @@ func scanRef(sc scanner) (app.Ref, error) {
 	err := sc.Scan(&r.ID, &r.Queue, &r.Kind)
 	return r, err
 }
+
+// SetQueuePaused implements app.Tx.
+func (w *wtx) SetQueuePaused(queue string, paused bool) error {
+	var at any
+	if paused {
+		at = ms(w.now)
+	}
+	_, err := w.exec(`INSERT INTO queues (name, paused, paused_at) VALUES (?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, paused_at = excluded.paused_at`,
+		queue, boolInt(paused), at)
+	if err == nil {
+		w.queues = append(w.queues, queue)
+	}
+	return err
+}

@@ -390,8 +390,8 @@ func testDeleteOldIsBoundedAndScoped(e *env) {
 	e.complete(e.claimOne("keep"), `1`)
 	e.deadLetter(e.submitOne("old", "k"))
 	for i := 0; i < 3; i++ { // events every store records
-		e.s.SetPaused(e.ctx, "old", true, nil)
-		e.s.SetPaused(e.ctx, "old", false, nil)
+		app.SetPaused(e.ctx, e.s, "old", true, nil)
+		app.SetPaused(e.ctx, e.s, "old", false, nil)
 	}
 	e.clock.Advance(2 * time.Hour)
 	fresh := e.submitOne("old", "k")
@@ -599,7 +599,7 @@ func testWakeFiresOnSubmit(e *env) {
 }
 
 func testPausedStateSurvivesInStore(e *env) {
-	e.s.SetPaused(e.ctx, "pq", true, nil)
+	app.SetPaused(e.ctx, e.s, "pq", true, nil)
 	qs, err := e.s.Queues(e.ctx)
 	if err != nil {
 		e.t.Fatal(err)

@@ -371,7 +371,7 @@ func testClaimHonoursRateLimit(e *env) {
 
 func testPausedQueueHandsOutNothing(e *env) {
 	e.submitOne("p", "k")
-	if err := e.s.SetPaused(e.ctx, "p", true, nil); err != nil {
+	if err := app.SetPaused(e.ctx, e.s, "p", true, nil); err != nil {
 		e.t.Fatal(err)
 	}
 	if got := e.claim("p", 5); len(got) != 0 {
@@ -393,7 +393,7 @@ func testPausedQueueHandsOutNothing(e *env) {
 	if n, _ := e.s.CountJobs(e.ctx, app.JobFilter{Queue: "p"}); n != 2 {
 		e.t.Fatalf("paused queue holds %d jobs, want 2", n)
 	}
-	if err := e.s.SetPaused(e.ctx, "p", false, nil); err != nil {
+	if err := app.SetPaused(e.ctx, e.s, "p", false, nil); err != nil {
 		e.t.Fatal(err)
 	}
 	if got := e.claim("p", 5); len(got) != 2 {
@@ -964,7 +964,7 @@ func testTTLExpiresQueuedJobsEvenWhenPaused(e *env) {
 	exp := T0.Add(5 * time.Second)
 	j := e.submitOne("p", "k", func(n *app.NewJob) { n.ExpiresAt = &exp })
 	keep := e.submitOne("p", "k")
-	e.s.SetPaused(e.ctx, "p", true, nil)
+	app.SetPaused(e.ctx, e.s, "p", true, nil)
 	e.clock.Advance(4 * time.Second)
 	if n, _ := app.ExpireTTL(e.ctx, e.s, 100); n != 0 {
 		e.t.Fatalf("expired %d jobs early", n)
