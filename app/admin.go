@@ -138,7 +138,7 @@ func (s *Service) Replay(ctx context.Context, id int64, in ReplayInput, actor st
 	if err != nil {
 		return nil, err
 	}
-	jobs, err := s.Store.Replay(ctx, ReplayRequest{Filter: DeadFilter{IDs: []int64{id}, Limit: 1}, RunAt: at,
+	jobs, err := Replay(ctx, s.Store, ReplayRequest{Filter: DeadFilter{IDs: []int64{id}, Limit: 1}, RunAt: at,
 		Audit: &AuditEntry{Actor: actor, Action: "dlq.replay", Target: "dead_letter " + strconv.FormatInt(id, 10)}})
 	if err != nil {
 		return nil, err
@@ -276,7 +276,7 @@ func (s *Service) BulkDead(ctx context.Context, action string, in BulkInput, act
 			var n int
 			var last int64
 			if action == BulkReplay {
-				jobs, err := s.Store.Replay(ctx, ReplayRequest{Filter: f, RunAt: start.Add(spacing * time.Duration(total)), Spacing: spacing})
+				jobs, err := Replay(ctx, s.Store, ReplayRequest{Filter: f, RunAt: start.Add(spacing * time.Duration(total)), Spacing: spacing})
 				if err != nil {
 					return &BulkResult{Count: total}, err
 				}

@@ -7,8 +7,8 @@ import (
 )
 
 // The lifecycle of a job after its claim, written once over a Tx: what a
-// failure, a snooze, a cancel, a lost lease, a drain, an admin move, a TTL
-// and a purge do,
+// failure, a snooze, a cancel, a lost lease, a drain, an admin move, a TTL,
+// a replay and a purge do,
 // and in which order (row, fault point, event, counters, wake-up). The
 // stores only carry out the steps. Claim, complete and submit stay inside
 // each store, where their batched fast paths live.
@@ -345,4 +345,42 @@ func SetPaused(ctx context.Context, w Writer, queue string, paused bool, audit *
 		return fmt.Errorf("pause queue %s: %w", queue, err)
 	}
 	return nil
+}
+
+// Replay inserts a fresh queued job from each dead-letter row of
+// req.Filter (at most Filter.Limit), spaced req.Spacing apart from
+// req.RunAt (or now), keeping the rows and counting the resurrection, in
+// one transaction, audited. Replaying one row by id that does not exist is
+// ErrNotFound.
+func Replay(ctx context.Context, w Writer, req ReplayRequest) ([]*Job, error) {
+	var out []*Job
+	err := w.Write(ctx, func(tx Tx) error {
+		out = nil
+		rows, err := tx.Dead(req.Filter)
+		if err != nil {
+			return err
+		}
+		if len(rows) == 0 && len(req.Filter.IDs) == 1 {
+			return fmt.Errorf("dead-letter row %d: %w", req.Filter.IDs[0], ErrNotFound)
+		}
+		start := req.RunAt
+		if start.IsZero() || start.Before(tx.Now()) {
+			start = tx.Now()
+		}
+		jobs := make([]NewJob, len(rows))
+		for i, d := range rows {
+			jobs[i] = ReplayJob(d, start.Add(req.Spacing*time.Duration(i)))
+		}
+		if out, err = tx.Resurrect(rows, jobs); err != nil {
+			return err
+		}
+		for i, d := range rows {
+			tx.Event(EventDLQReplayed, d.ID, d.Queue, d.Kind, eventData(map[string]any{"dead_letter_id": d.ID, "job_id": out[i].ID}))
+		}
+		return tx.Audit(req.Audit, len(out))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	return out, nil
 }

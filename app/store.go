@@ -51,7 +51,7 @@ type Leader interface {
 // JobStore submits, reads and moves jobs through their lifecycle.
 type JobStore interface {
 	// Writer runs the lifecycle of this package (Fail, Snooze, Cancel,
-	// RecoverStale, Drain, MoveToDead, ExpireTTL, Purge, SetPaused) in one
+	// RecoverStale, Drain, MoveToDead, ExpireTTL, Replay, Purge, SetPaused) in one
 	// transaction over the store's Tx.
 	Writer
 	// Submit inserts jobs all or nothing. A job whose idempotency key is
@@ -95,10 +95,6 @@ type DeadLetterStore interface {
 	ListDead(ctx context.Context, f DeadFilter) ([]*DeadJob, error)
 	// CountDead counts dead-letter rows matching f (cursor fields ignored).
 	CountDead(ctx context.Context, f DeadFilter) (int, error)
-	// Replay inserts a fresh queued job from each dead-letter row matching
-	// req.Filter (at most Filter.Limit), keeping the rows and counting the
-	// resurrection, in one transaction. It returns the new jobs in row order.
-	Replay(ctx context.Context, req ReplayRequest) ([]*Job, error)
 }
 
 // QueueStore keeps the queues' state and counts.

@@ -29,6 +29,10 @@ type Tx interface {
 	// Jobs reads the jobs of f (at most f.Limit, default BulkBatch) in id order.
 	Jobs(f JobFilter) ([]*Job, error)
 
+	// Dead reads the dead-letter rows of f (at most f.Limit, default
+	// BulkBatch) in id order, to change them (PostgreSQL locks them).
+	Dead(f DeadFilter) ([]*DeadJob, error)
+
 	// Requeue makes job j queued again at runAt with j.Errors, without a
 	// lease or worker; giveBack returns the attempt it used (a snooze). It
 	// returns the row as stored.
@@ -47,6 +51,10 @@ type Tx interface {
 	DeleteDead(f DeadFilter) ([]Ref, error)
 	// SetQueuePaused stores whether queue is paused (since now, if so).
 	SetQueuePaused(queue string, paused bool) error
+	// Resurrect inserts jobs[i] as a new queued job for each dead-letter
+	// row dead[i] and counts its resurrection (now); it returns the new
+	// jobs in order.
+	Resurrect(dead []*DeadJob, jobs []NewJob) ([]*Job, error)
 	// InsertDead stores d in the dead-letter table (d.MovedAt as stored is
 	// written back into d); DeleteJob deletes job id, which must exist.
 	InsertDead(d *DeadJob) error

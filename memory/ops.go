@@ -79,41 +79,6 @@ func (s *Store) CountDead(ctx context.Context, f app.DeadFilter) (int, error) {
 	return n, nil
 }
 
-// Replay implements app.Store.
-func (s *Store) Replay(ctx context.Context, req app.ReplayRequest) ([]*app.Job, error) {
-	var out []*app.Job
-	err := s.write(ctx, func(t *tx) error {
-		f := req.Filter
-		f.Asc = true
-		rows := s.selectDead(f, app.BulkBatch)
-		if len(rows) == 0 && len(f.IDs) == 1 {
-			return fmt.Errorf("dead-letter row %d: %w", f.IDs[0], app.ErrNotFound)
-		}
-		start := req.RunAt
-		if start.IsZero() || start.Before(t.now) {
-			start = t.now
-		}
-		for i, old := range rows {
-			nj := app.ReplayJob(old, start.Add(req.Spacing*time.Duration(i)))
-			j, err := t.insert(&nj)
-			if err != nil {
-				return err
-			}
-			d := copyDead(old)
-			d.ResurrectionCount++
-			d.LastResurrectionAt = ptr(t.now)
-			t.putDead(d)
-			t.event(app.EventDLQReplayed, d.ID, d.Queue, d.Kind, map[string]any{"dead_letter_id": d.ID, "job_id": j.ID})
-			out = append(out, copyJob(j))
-		}
-		return t.Audit(req.Audit, len(out))
-	})
-	if err != nil {
-		return nil, fmt.Errorf("replay: %w", err)
-	}
-	return out, nil
-}
-
 // Queues implements app.Store.
 func (s *Store) Queues(ctx context.Context) ([]app.QueueState, error) {
 	s.mu.Lock()

@@ -239,6 +239,33 @@ func (t *tx) Jobs(f app.JobFilter) ([]*app.Job, error) {
 	return copyJobs(t.s.selectJobs(f, t.now, app.BulkBatch)), nil
 }
 
+// Dead implements app.Tx.
+func (t *tx) Dead(f app.DeadFilter) ([]*app.DeadJob, error) {
+	f.Asc = true
+	var out []*app.DeadJob
+	for _, d := range t.s.selectDead(f, app.BulkBatch) {
+		out = append(out, copyDead(d))
+	}
+	return out, nil
+}
+
+// Resurrect implements app.Tx.
+func (t *tx) Resurrect(dead []*app.DeadJob, jobs []app.NewJob) ([]*app.Job, error) {
+	out := make([]*app.Job, len(jobs))
+	for i := range jobs {
+		j, err := t.insert(&jobs[i])
+		if err != nil {
+			return nil, err
+		}
+		d := copyDead(dead[i])
+		d.ResurrectionCount++
+		d.LastResurrectionAt = ptr(t.now)
+		t.putDead(d)
+		out[i] = copyJob(j)
+	}
+	return out, nil
+}
+
 // SetQueuePaused implements app.Tx.
 func (t *tx) SetQueuePaused(queue string, paused bool) error {
 	t.setQueue(queue, func(q *queueState) {

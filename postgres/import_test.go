@@ -90,7 +90,7 @@ func fillSQLite(t *testing.T, path string) (maxID int64) {
 	if _, err := app.MoveToDead(ctx, s, app.JobFilter{Queue: "work", Limit: 2}, &app.AuditEntry{Actor: "ops", Action: "dlq.move", Filter: json.RawMessage(`{"queue":"work"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Replay(ctx, app.ReplayRequest{Filter: app.DeadFilter{IDs: []int64{c[3].ID}}}); err != nil {
+	if _, err := app.Replay(ctx, s, app.ReplayRequest{Filter: app.DeadFilter{IDs: []int64{c[3].ID}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := app.SetPaused(ctx, s, "mail", true, nil); err != nil {

@@ -173,3 +173,23 @@ func (w *wtx) SetQueuePaused(queue string, paused bool) error {
 	}
 	return err
 }
+
+// Dead implements app.Tx.
+func (w *wtx) Dead(f app.DeadFilter) ([]*app.DeadJob, error) { return w.selectDead(f) }
+
+// Resurrect implements app.Tx.
+func (w *wtx) Resurrect(dead []*app.DeadJob, jobs []app.NewJob) ([]*app.Job, error) {
+	out := make([]*app.Job, len(jobs))
+	for i := range jobs {
+		job, err := w.insertJob(&jobs[i])
+		if err != nil {
+			return nil, err
+		}
+		if _, err := w.exec(`UPDATE dead_letter_jobs SET resurrection_count = resurrection_count + 1,
+			last_resurrection_at = ? WHERE id = ?`, ms(w.now), dead[i].ID); err != nil {
+			return nil, err
+		}
+		out[i] = job
+	}
+	return out, nil
+}

@@ -116,7 +116,7 @@ func testReplayKeepsRowAndCountsResurrections(e *env) {
 	j := e.submitOne("q", "k", withPriority(7), withTags("x"), withMax(4), withPayload(`{"p":1}`), func(n *app.NewJob) { n.ExpiresAt = &exp })
 	d := e.deadLetter(j)
 	e.clock.Advance(time.Minute)
-	r1, err := e.s.Replay(e.ctx, app.ReplayRequest{Filter: app.DeadFilter{IDs: []int64{d.ID}}})
+	r1, err := app.Replay(e.ctx, e.s, app.ReplayRequest{Filter: app.DeadFilter{IDs: []int64{d.ID}}})
 	if err != nil || len(r1) != 1 {
 		e.t.Fatalf("Replay: %v %v", r1, err)
 	}
@@ -134,7 +134,7 @@ func testReplayKeepsRowAndCountsResurrections(e *env) {
 		e.t.Fatalf("DLQ row after one replay: count %d at %v", d1.ResurrectionCount, d1.LastResurrectionAt)
 	}
 	e.clock.Advance(time.Minute)
-	r2, err := e.s.Replay(e.ctx, app.ReplayRequest{Filter: app.DeadFilter{IDs: []int64{d.ID}}, RunAt: e.clock.Now().Add(time.Hour)})
+	r2, err := app.Replay(e.ctx, e.s, app.ReplayRequest{Filter: app.DeadFilter{IDs: []int64{d.ID}}, RunAt: e.clock.Now().Add(time.Hour)})
 	if err != nil || len(r2) != 1 || r2[0].ID == n.ID {
 		e.t.Fatalf("second replay: %v %v", r2, err)
 	}
@@ -144,7 +144,7 @@ func testReplayKeepsRowAndCountsResurrections(e *env) {
 	if d2 := e.dead(d.ID); d2.ResurrectionCount != 2 {
 		e.t.Fatalf("resurrection_count %d, want 2", d2.ResurrectionCount)
 	}
-	if _, err := e.s.Replay(e.ctx, app.ReplayRequest{Filter: app.DeadFilter{IDs: []int64{999999}}}); !errors.Is(err, app.ErrNotFound) {
+	if _, err := app.Replay(e.ctx, e.s, app.ReplayRequest{Filter: app.DeadFilter{IDs: []int64{999999}}}); !errors.Is(err, app.ErrNotFound) {
 		e.t.Fatalf("replay of an unknown row: %v, want ErrNotFound", err)
 	}
 }
@@ -152,7 +152,7 @@ func testReplayKeepsRowAndCountsResurrections(e *env) {
 func testReplayedJobFailsIntoDLQUnderItsOwnID(e *env) {
 	j := e.submitOne("q", "k")
 	d := e.deadLetter(j)
-	r, err := e.s.Replay(e.ctx, app.ReplayRequest{Filter: app.DeadFilter{IDs: []int64{d.ID}}})
+	r, err := app.Replay(e.ctx, e.s, app.ReplayRequest{Filter: app.DeadFilter{IDs: []int64{d.ID}}})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func testReplaySpacesRunAt(e *env) {
 	for i := 0; i < 3; i++ {
 		e.deadLetter(e.submitOne("q", "k"))
 	}
-	jobs, err := e.s.Replay(e.ctx, app.ReplayRequest{Filter: app.DeadFilter{Queue: "q", Limit: 10}, Spacing: 500 * time.Millisecond})
+	jobs, err := app.Replay(e.ctx, e.s, app.ReplayRequest{Filter: app.DeadFilter{Queue: "q", Limit: 10}, Spacing: 500 * time.Millisecond})
 	if err != nil || len(jobs) != 3 {
 		e.t.Fatalf("bulk replay: %d %v", len(jobs), err)
 	}
@@ -497,7 +497,7 @@ func testAuditRecordsAdminActions(e *env) {
 		e.t.Fatal(err)
 	}
 	d := e.deadLetter(e.submitOne("q", "k"))
-	e.s.Replay(e.ctx, app.ReplayRequest{Filter: app.DeadFilter{IDs: []int64{d.ID}}, Audit: &app.AuditEntry{Actor: "local", Action: "dlq.replay"}})
+	app.Replay(e.ctx, e.s, app.ReplayRequest{Filter: app.DeadFilter{IDs: []int64{d.ID}}, Audit: &app.AuditEntry{Actor: "local", Action: "dlq.replay"}})
 	e.s.RecordAudit(e.ctx, app.AuditEntry{Actor: "ci", Action: "dlq.purge", Filter: []byte(`{"queue":"q"}`), Count: 12})
 	got, err := e.s.ListAudit(e.ctx, app.AuditFilter{})
 	if err != nil || len(got) != 3 {

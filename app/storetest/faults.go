@@ -144,7 +144,7 @@ var faultCases = []faultCase{
 	{"replay", app.FaultJobInsert, 0, func(e *env) func() error {
 		d := e.deadLetter(e.submitOne("q", "k"))
 		return func() error {
-			_, err := e.s.Replay(e.ctx, app.ReplayRequest{Filter: app.DeadFilter{IDs: []int64{d.ID}}})
+			_, err := app.Replay(e.ctx, e.s, app.ReplayRequest{Filter: app.DeadFilter{IDs: []int64{d.ID}}})
 			return err
 		}
 	}},
