@@ -8,7 +8,7 @@ import (
 
 // The lifecycle of a job after its claim, written once over a Tx: what a
 // failure, a snooze, a cancel, a lost lease, a drain, an admin move, a TTL,
-// a replay and a purge do,
+// a replay, a purge and a periodic fire do,
 // and in which order (row, fault point, event, counters, wake-up). The
 // stores only carry out the steps. Claim, complete and submit stay inside
 // each store, where their batched fast paths live.
@@ -383,4 +383,34 @@ func Replay(ctx context.Context, w Writer, req ReplayRequest) ([]*Job, error) {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
 	return out, nil
+}
+
+// FirePeriodic enqueues fire.Job for the periodic entry's fire time unless
+// that fire was recorded before (by any node: the fire's key decides), and
+// returns the job it made. With SkipIfPending, a fire whose entry still has
+// a queued or processing job is recorded but enqueues nothing.
+func FirePeriodic(ctx context.Context, w Writer, fire PeriodicFire) (*Job, bool, error) {
+	var job *Job
+	err := w.Write(ctx, func(tx Tx) error {
+		job = nil
+		first, err := tx.RecordFire(fire.Entry, fire.FireAt)
+		if err != nil || !first {
+			return err
+		}
+		if fire.SkipIfPending {
+			pending, err := tx.FirePending(fire.Entry)
+			if err != nil || pending {
+				return err
+			}
+		}
+		nj := fire.Job
+		if job, err = tx.Insert(&nj); err != nil {
+			return err
+		}
+		return tx.SetFireJob(fire.Entry, fire.FireAt, job.ID)
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("periodic %s: %w", fire.Entry, err)
+	}
+	return job, job != nil, nil
 }

@@ -217,7 +217,7 @@ func (p *Scheduler) fire(ctx context.Context, e PeriodicConfig, at time.Time) er
 	if err != nil {
 		return err
 	}
-	job, created, err := s.Store.FirePeriodic(ctx, PeriodicFire{Entry: e.Name, FireAt: at, Job: nj, SkipIfPending: e.SkipIfPending})
+	job, created, err := FirePeriodic(ctx, s.Store, PeriodicFire{Entry: e.Name, FireAt: at, Job: nj, SkipIfPending: e.SkipIfPending})
 	if err != nil {
 		return err
 	}

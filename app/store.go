@@ -51,7 +51,8 @@ type Leader interface {
 // JobStore submits, reads and moves jobs through their lifecycle.
 type JobStore interface {
 	// Writer runs the lifecycle of this package (Fail, Snooze, Cancel,
-	// RecoverStale, Drain, MoveToDead, ExpireTTL, Replay, Purge, SetPaused) in one
+	// RecoverStale, Drain, MoveToDead, ExpireTTL, Replay, Purge, SetPaused,
+	// FirePeriodic) in one
 	// transaction over the store's Tx.
 	Writer
 	// Submit inserts jobs all or nothing. A job whose idempotency key is
@@ -116,11 +117,6 @@ type MaintenanceStore interface {
 
 // PeriodicStore records the fires of periodic jobs, once each across nodes.
 type PeriodicStore interface {
-	// FirePeriodic enqueues job for the periodic entry's fire time unless that
-	// fire was enqueued before (by any node), and returns the job it made.
-	// With skipIfPending, a fire whose entry still has a queued or processing
-	// job is recorded but enqueues nothing.
-	FirePeriodic(ctx context.Context, fire PeriodicFire) (*Job, bool, error)
 	// LastFire returns the latest recorded fire time of entry (zero if none).
 	LastFire(ctx context.Context, entry string) (time.Time, error)
 }

@@ -55,6 +55,17 @@ type Tx interface {
 	// row dead[i] and counts its resurrection (now); it returns the new
 	// jobs in order.
 	Resurrect(dead []*DeadJob, jobs []NewJob) ([]*Job, error)
+	// Insert inserts one new queued job (no idempotency key lookup: the
+	// caller's rules decide) and returns it as stored.
+	Insert(nj *NewJob) (*Job, error)
+	// RecordFire records the periodic fire (entry, at) and reports whether
+	// it is new: false when it was recorded before, here or on another node.
+	RecordFire(entry string, at time.Time) (bool, error)
+	// FirePending reports whether an earlier fire of entry still has its
+	// job queued or processing.
+	FirePending(entry string) (bool, error)
+	// SetFireJob notes the job the fire (entry, at) enqueued.
+	SetFireJob(entry string, at time.Time, id int64) error
 	// InsertDead stores d in the dead-letter table (d.MovedAt as stored is
 	// written back into d); DeleteJob deletes job id, which must exist.
 	InsertDead(d *DeadJob) error

@@ -264,39 +264,6 @@ func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, e
 	return n, nil
 }
 
-// FirePeriodic implements app.Store.
-func (s *Store) FirePeriodic(ctx context.Context, fire app.PeriodicFire) (*app.Job, bool, error) {
-	var job *app.Job
-	err := s.write(ctx, func(t *tx) error {
-		k := fireKey{fire.Entry, fire.FireAt.UnixMilli()}
-		if _, done := s.fires[k]; done {
-			return nil
-		}
-		if fire.SkipIfPending {
-			for fk, id := range s.fires {
-				if j, ok := s.jobs[id]; ok && fk.entry == fire.Entry && (j.Status == app.StatusQueued || j.Status == app.StatusProcessing) {
-					s.fires[k] = 0
-					t.undo = append(t.undo, func() { delete(s.fires, k) })
-					return nil
-				}
-			}
-		}
-		nj := fire.Job
-		j, err := t.insert(&nj)
-		if err != nil {
-			return err
-		}
-		s.fires[k] = j.ID
-		t.undo = append(t.undo, func() { delete(s.fires, k) })
-		job = copyJob(j)
-		return nil
-	})
-	if err != nil {
-		return nil, false, fmt.Errorf("periodic %s: %w", fire.Entry, err)
-	}
-	return job, job != nil, nil
-}
-
 // LastFire implements app.Store.
 func (s *Store) LastFire(ctx context.Context, entry string) (time.Time, error) {
 	s.mu.Lock()

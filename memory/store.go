@@ -266,6 +266,42 @@ func (t *tx) Resurrect(dead []*app.DeadJob, jobs []app.NewJob) ([]*app.Job, erro
 	return out, nil
 }
 
+// Insert implements app.Tx.
+func (t *tx) Insert(nj *app.NewJob) (*app.Job, error) {
+	j, err := t.insert(nj)
+	if err != nil {
+		return nil, err
+	}
+	return copyJob(j), nil
+}
+
+// RecordFire implements app.Tx.
+func (t *tx) RecordFire(entry string, at time.Time) (bool, error) {
+	k := fireKey{entry, at.UnixMilli()}
+	if _, done := t.s.fires[k]; done {
+		return false, nil
+	}
+	t.s.fires[k] = 0
+	t.undo = append(t.undo, func() { delete(t.s.fires, k) })
+	return true, nil
+}
+
+// FirePending implements app.Tx.
+func (t *tx) FirePending(entry string) (bool, error) {
+	for fk, id := range t.s.fires {
+		if j, ok := t.s.jobs[id]; ok && fk.entry == entry && (j.Status == app.StatusQueued || j.Status == app.StatusProcessing) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// SetFireJob implements app.Tx (RecordFire's undo covers it).
+func (t *tx) SetFireJob(entry string, at time.Time, id int64) error {
+	t.s.fires[fireKey{entry, at.UnixMilli()}] = id
+	return nil
+}
+
 // SetQueuePaused implements app.Tx.
 func (t *tx) SetQueuePaused(queue string, paused bool) error {
 	t.setQueue(queue, func(q *queueState) {

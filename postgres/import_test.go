@@ -96,11 +96,11 @@ func fillSQLite(t *testing.T, path string) (maxID int64) {
 	if err := app.SetPaused(ctx, s, "mail", true, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.FirePeriodic(ctx, app.PeriodicFire{Entry: "nightly", FireAt: clock.Now().Truncate(time.Minute),
+	if _, _, err := app.FirePeriodic(ctx, s, app.PeriodicFire{Entry: "nightly", FireAt: clock.Now().Truncate(time.Minute),
 		Job: app.NewJob{Queue: "cron", Kind: "report", MaxAttempts: 1, Timeout: time.Second}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.FirePeriodic(ctx, app.PeriodicFire{Entry: "nightly", FireAt: clock.Now().Truncate(time.Minute).Add(time.Minute),
+	if _, _, err := app.FirePeriodic(ctx, s, app.PeriodicFire{Entry: "nightly", FireAt: clock.Now().Truncate(time.Minute).Add(time.Minute),
 		Job: app.NewJob{Queue: "cron", Kind: "report", MaxAttempts: 1, Timeout: time.Second}, SkipIfPending: true}); err != nil {
 		t.Fatal(err)
 	}

@@ -227,49 +227,6 @@ func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, e
 	return int(deleted), nil
 }
 
-// FirePeriodic implements app.Store: the fire's primary key decides, across
-// nodes, which call enqueues it.
-func (s *Store) FirePeriodic(ctx context.Context, fire app.PeriodicFire) (*app.Job, bool, error) {
-	var job *app.Job
-	var created bool
-	err := s.write(ctx, func(w *wtx) error {
-		job, created = nil, false
-		at := ms(fire.FireAt)
-		tag, err := w.exec(`INSERT INTO periodic_fires (entry, fire_at, created_at) VALUES ($1, $2, $3)
-			ON CONFLICT (entry, fire_at) DO NOTHING`, fire.Entry, at, w.now)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
-			return nil // this fire was enqueued before, here or on another node
-		}
-		if fire.SkipIfPending {
-			var one int
-			err := w.queryRow(`SELECT 1 FROM periodic_fires p JOIN jobs j ON j.id = p.job_id
-				WHERE p.entry = $1 AND j.status IN ('queued', 'processing') LIMIT 1`, fire.Entry).Scan(&one)
-			if err == nil {
-				return nil
-			}
-			if !errors.Is(err, pgx.ErrNoRows) {
-				return err
-			}
-		}
-		nj := fire.Job
-		p := &pipe{}
-		job = w.insertJob(p, &nj)
-		if err := w.run(p); err != nil {
-			return err
-		}
-		created = true
-		_, err = w.exec(`UPDATE periodic_fires SET job_id = $1 WHERE entry = $2 AND fire_at = $3`, job.ID, fire.Entry, at)
-		return err
-	})
-	if err != nil {
-		return nil, false, fmt.Errorf("periodic %s: %w", fire.Entry, mapErr(err))
-	}
-	return job, created, nil
-}
-
 // LastFire implements app.Store.
 func (s *Store) LastFire(ctx context.Context, entry string) (time.Time, error) {
 	if err := s.enter(); err != nil {

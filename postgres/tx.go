@@ -529,3 +529,37 @@ func (w *wtx) Resurrect(dead []*app.DeadJob, jobs []app.NewJob) ([]*app.Job, err
 	}
 	return out, nil
 }
+
+// Insert implements app.Tx.
+func (w *wtx) Insert(nj *app.NewJob) (*app.Job, error) {
+	p := &pipe{}
+	job := w.insertJob(p, nj)
+	if err := w.run(p); err != nil {
+		return nil, err
+	}
+	return job, nil
+}
+
+// RecordFire implements app.Tx: the fire's primary key decides, across nodes.
+func (w *wtx) RecordFire(entry string, at time.Time) (bool, error) {
+	tag, err := w.exec(`INSERT INTO periodic_fires (entry, fire_at, created_at) VALUES ($1, $2, $3)
+		ON CONFLICT (entry, fire_at) DO NOTHING`, entry, ms(at), w.now)
+	return err == nil && tag.RowsAffected() == 1, err
+}
+
+// FirePending implements app.Tx.
+func (w *wtx) FirePending(entry string) (bool, error) {
+	var one int
+	err := w.queryRow(`SELECT 1 FROM periodic_fires p JOIN jobs j ON j.id = p.job_id
+		WHERE p.entry = $1 AND j.status IN ('queued', 'processing') LIMIT 1`, entry).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// SetFireJob implements app.Tx.
+func (w *wtx) SetFireJob(entry string, at time.Time, id int64) error {
+	_, err := w.exec(`UPDATE periodic_fires SET job_id = $1 WHERE entry = $2 AND fire_at = $3`, id, entry, ms(at))
+	return err
+}

@@ -327,46 +327,6 @@ func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, e
 	return int(n), nil
 }
 
-// FirePeriodic implements app.Store.
-func (s *Store) FirePeriodic(ctx context.Context, fire app.PeriodicFire) (*app.Job, bool, error) {
-	var job *app.Job
-	var created bool
-	err := s.write(ctx, func(w *wtx) error {
-		job, created = nil, false
-		res, err := w.exec(`INSERT INTO periodic_fires (entry, fire_at, created_at) VALUES (?, ?, ?)
-			ON CONFLICT (entry, fire_at) DO NOTHING`, fire.Entry, ms(fire.FireAt), ms(w.now))
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return nil // this fire was enqueued before, here or on another node
-		}
-		if fire.SkipIfPending {
-			var one int
-			err := w.queryRow(`SELECT 1 FROM periodic_fires p JOIN jobs j ON j.id = p.job_id
-				WHERE p.entry = ? AND j.status IN ('queued', 'processing') LIMIT 1`, fire.Entry).Scan(&one)
-			if err == nil {
-				return nil
-			}
-			if !errors.Is(err, sql.ErrNoRows) {
-				return err
-			}
-		}
-		nj := fire.Job
-		job, err = w.insertJob(&nj)
-		if err != nil {
-			return err
-		}
-		created = true
-		_, err = w.exec(`UPDATE periodic_fires SET job_id = ? WHERE entry = ? AND fire_at = ?`, job.ID, fire.Entry, ms(fire.FireAt))
-		return err
-	})
-	if err != nil {
-		return nil, false, fmt.Errorf("periodic %s: %w", fire.Entry, mapErr(err))
-	}
-	return job, created, nil
-}
-
 // LastFire implements app.Store.
 func (s *Store) LastFire(ctx context.Context, entry string) (time.Time, error) {
 	var v sql.NullInt64

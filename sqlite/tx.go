@@ -193,3 +193,34 @@ func (w *wtx) Resurrect(dead []*app.DeadJob, jobs []app.NewJob) ([]*app.Job, err
 	}
 	return out, nil
 }
+
+// Insert implements app.Tx.
+func (w *wtx) Insert(nj *app.NewJob) (*app.Job, error) { return w.insertJob(nj) }
+
+// RecordFire implements app.Tx: the fire's primary key decides.
+func (w *wtx) RecordFire(entry string, at time.Time) (bool, error) {
+	res, err := w.exec(`INSERT INTO periodic_fires (entry, fire_at, created_at) VALUES (?, ?, ?)
+		ON CONFLICT (entry, fire_at) DO NOTHING`, entry, ms(at), ms(w.now))
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// FirePending implements app.Tx.
+func (w *wtx) FirePending(entry string) (bool, error) {
+	var one int
+	err := w.queryRow(`SELECT 1 FROM periodic_fires p JOIN jobs j ON j.id = p.job_id
+		WHERE p.entry = ? AND j.status IN ('queued', 'processing') LIMIT 1`, entry).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// SetFireJob implements app.Tx.
+func (w *wtx) SetFireJob(entry string, at time.Time, id int64) error {
+	_, err := w.exec(`UPDATE periodic_fires SET job_id = ? WHERE entry = ? AND fire_at = ?`, id, entry, ms(at))
+	return err
+}

@@ -421,11 +421,11 @@ func testDeleteOldIsBoundedAndScoped(e *env) {
 func testPeriodicFireEnqueuesOnce(e *env) {
 	at := T0.Add(time.Minute)
 	fire := app.PeriodicFire{Entry: "nightly", FireAt: at, Job: e.newJob("cron", "report")}
-	j, created, err := e.s.FirePeriodic(e.ctx, fire)
+	j, created, err := app.FirePeriodic(e.ctx, e.s, fire)
 	if err != nil || !created || j == nil {
 		e.t.Fatalf("first fire: %v %v %v", j, created, err)
 	}
-	j2, created, err := e.s.FirePeriodic(e.ctx, fire)
+	j2, created, err := app.FirePeriodic(e.ctx, e.s, fire)
 	if err != nil || created || j2 != nil {
 		e.t.Fatalf("same fire again: created=%v err=%v", created, err)
 	}
@@ -443,12 +443,12 @@ func testPeriodicFireEnqueuesOnce(e *env) {
 
 func testPeriodicSkipIfPending(e *env) {
 	f1 := app.PeriodicFire{Entry: "e", FireAt: T0, Job: e.newJob("cron", "k"), SkipIfPending: true}
-	if _, created, _ := e.s.FirePeriodic(e.ctx, f1); !created {
+	if _, created, _ := app.FirePeriodic(e.ctx, e.s, f1); !created {
 		e.t.Fatalf("first fire not created")
 	}
 	f2 := f1
 	f2.FireAt = T0.Add(time.Minute)
-	if _, created, _ := e.s.FirePeriodic(e.ctx, f2); created {
+	if _, created, _ := app.FirePeriodic(e.ctx, e.s, f2); created {
 		e.t.Fatalf("fire while the last is pending created a job")
 	}
 	if last, _ := e.s.LastFire(e.ctx, "e"); !last.Equal(f2.FireAt) {
@@ -457,7 +457,7 @@ func testPeriodicSkipIfPending(e *env) {
 	e.complete(e.claimOne("cron"), `1`)
 	f3 := f1
 	f3.FireAt = T0.Add(2 * time.Minute)
-	if _, created, _ := e.s.FirePeriodic(e.ctx, f3); !created {
+	if _, created, _ := app.FirePeriodic(e.ctx, e.s, f3); !created {
 		e.t.Fatalf("fire after the last finished not created")
 	}
 }

@@ -151,7 +151,7 @@ var faultCases = []faultCase{
 	{"periodic fire", app.FaultJobInsert, 0, func(e *env) func() error {
 		fire := app.PeriodicFire{Entry: "nightly", FireAt: e.clock.Now().Truncate(time.Minute), Job: e.newJob("q", "k")}
 		return func() error {
-			_, created, err := e.s.FirePeriodic(e.ctx, fire)
+			_, created, err := app.FirePeriodic(e.ctx, e.s, fire)
 			if err == nil && !created {
 				return errors.New("the fire enqueued nothing")
 			}
