@@ -94,6 +94,23 @@ func (s *Service) Throughput(ctx context.Context, since time.Time) ([]MinuteCoun
 	return s.Store.Throughput(ctx, since)
 }
 
+// JobQueues maps each of ids (at most MaxCompleteBatch) that is in the jobs
+// table to its queue, in one read; ids it does not know are left out.
+func (s *Service) JobQueues(ctx context.Context, ids []int64) (map[int64]string, error) {
+	if len(ids) > MaxCompleteBatch {
+		return nil, Invalid("jobs", "%d jobs; at most %d", len(ids), MaxCompleteBatch)
+	}
+	jobs, err := s.Store.List(ctx, JobFilter{IDs: ids, Limit: len(ids), Asc: true})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]string, len(jobs))
+	for _, j := range jobs {
+		out[j.ID] = j.Queue
+	}
+	return out, nil
+}
+
 // Ping reports whether the store answers (readiness).
 func (s *Service) Ping(ctx context.Context) error { return s.Store.Ping(ctx) }
 

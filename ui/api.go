@@ -490,9 +490,9 @@ func (h *handler) completeBatch(c echo.Context) error {
 			return app.Invalid(fmt.Sprintf("jobs[%d]", i), "each item needs an id and a lease")
 		}
 		items[i] = app.Completion{ID: j.ID, Lease: *j.Lease, Result: j.Result}
-		if err := h.checkJob(c, j.ID); err != nil {
-			return err
-		}
+	}
+	if err := h.checkJobs(c, items); err != nil {
+		return err
 	}
 	errs, err := h.svc.CompleteBatch(c.Request().Context(), items)
 	if err != nil {

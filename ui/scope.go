@@ -39,6 +39,27 @@ func (h *handler) checkJob(c echo.Context, id int64) error {
 	return checkQueue(c, j.Queue)
 }
 
+// checkJobs is checkJob for a batch of completions, in one read.
+func (h *handler) checkJobs(c echo.Context, items []app.Completion) error {
+	if !who(c).restricted() || len(items) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(items))
+	for i, it := range items {
+		ids[i] = it.ID
+	}
+	queues, err := h.svc.JobQueues(c.Request().Context(), ids)
+	if err != nil {
+		return err
+	}
+	for _, q := range queues {
+		if err := checkQueue(c, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // checkDead is checkJob for a row of the dead-letter queue.
 func (h *handler) checkDead(c echo.Context, id int64) error {
 	if !who(c).restricted() {

@@ -316,6 +316,18 @@ func TestTokenRolesAndQueues(t *testing.T) {
 	}
 	want("work heartbeats in a", call(workerA, "POST", fmt.Sprintf("/api/jobs/%d/heartbeat", num(ja, "id")), fmt.Sprintf(`{"lease":%d}`, num(ja, "lease"))), 200)
 	want("work completes in a", call(workerA, "POST", fmt.Sprintf("/api/jobs/%d/complete", num(ja, "id")), fmt.Sprintf(`{"lease":%d}`, num(ja, "lease"))), 200)
+	// A batch acknowledgement is checked too, every item, in one read.
+	want("admin submits to b", call(boss, "POST", "/api/jobs", `{"queue":"b","kind":"k"}`), 201)
+	jb := call(boss, "POST", "/api/queues/b/claim", `{"limit":1}`).json(t)["jobs"].([]any)[0].(map[string]any)
+	want("work completes a job of b in a batch", call(workerA, "POST", "/api/jobs/complete",
+		fmt.Sprintf(`{"jobs":[{"id":%d,"lease":%d}]}`, num(jb, "id"), num(jb, "lease"))), 403)
+	if j, _ := s.svc.Get(t.Context(), num(jb, "id"), 0, false); j.Status != app.StatusProcessing {
+		t.Fatalf("a refused batch completion moved the job of b to %s", j.Status)
+	}
+	want("work submits to a", call(workerA, "POST", "/api/jobs", `{"queue":"a","kind":"k"}`), 201)
+	ja2 := call(workerA, "POST", "/api/queues/a/claim", `{"limit":1}`).json(t)["jobs"].([]any)[0].(map[string]any)
+	want("work completes a job of a in a batch", call(workerA, "POST", "/api/jobs/complete",
+		fmt.Sprintf(`{"jobs":[{"id":%d,"lease":%d}]}`, num(ja2, "id"), num(ja2, "lease"))), 200)
 	// admin: everything, audited under its name.
 	want("admin pauses", call(boss, "POST", "/api/queues/a/pause", ""), 200)
 	want("admin replays", call(boss, "POST", fmt.Sprintf("/api/dlq/%d/replay", deadID), `{}`), 201)
