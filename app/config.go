@@ -136,19 +136,6 @@ func (r Role) Allows(need Role) bool {
 // Valid reports whether r is one of the roles (or empty: admin).
 func (r Role) Valid() bool { return r == "" || roleRank[r] > 0 }
 
-// AllowsQueue reports whether the token may touch queue q.
-func (t TokenConfig) AllowsQueue(q string) bool {
-	if len(t.Queues) == 0 {
-		return true
-	}
-	for _, a := range t.Queues {
-		if a == q {
-			return true
-		}
-	}
-	return false
-}
-
 // PeriodicConfig declares a job enqueued on a cron schedule.
 type PeriodicConfig struct {
 	Name          string   `toml:"name"`     // unique; default "<queue>/<kind>/<cron>"
@@ -650,13 +637,24 @@ func ValidateAllowedHost(h string) error {
 // ValidateTrustedProxy checks one entry of server.trusted_proxies: an IP
 // address ("10.0.0.5") or a CIDR range ("10.0.0.0/8", "fd00::/8").
 func ValidateTrustedProxy(p string) error {
-	if net.ParseIP(p) != nil {
-		return nil
+	_, err := ParseTrustedProxy(p)
+	return err
+}
+
+// ParseTrustedProxy reads a trusted_proxies entry: an address is the range
+// of that address alone.
+func ParseTrustedProxy(p string) (*net.IPNet, error) {
+	if ip := net.ParseIP(p); ip != nil {
+		bits := 128
+		if ip.To4() != nil {
+			ip, bits = ip.To4(), 32
+		}
+		return &net.IPNet{IP: ip, Mask: net.CIDRMask(bits, bits)}, nil
 	}
-	if _, _, err := net.ParseCIDR(p); err == nil {
-		return nil
+	if _, n, err := net.ParseCIDR(p); err == nil {
+		return n, nil
 	}
-	return fmt.Errorf("trusted proxy %q is not an IP address (10.0.0.5) or a CIDR range (10.0.0.0/8)", clip(p))
+	return nil, fmt.Errorf("trusted proxy %q is not an IP address (10.0.0.5) or a CIDR range (10.0.0.0/8)", clip(p))
 }
 
 func (q *QueueConfig) validate(key string) error {

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -167,12 +166,7 @@ func bind(c echo.Context, v any, limit int64, optional bool) error {
 	if r.ContentLength == 0 && optional {
 		return nil
 	}
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			return newError(http.StatusUnsupportedMediaType, "unsupported_media_type", "Content-Type %q is not application/json (curl: -H 'Content-Type: application/json')", ct)
-		}
-	}
+	// The Content-Type was checked before any handler (browserGuard, jsonBody).
 	body := http.MaxBytesReader(c.Response(), r.Body, limit)
 	raw, err := io.ReadAll(body)
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/queuehq/queue/app"
 )
 
 // pageBodyLimit caps the body of every page (non-API) request: the forms
@@ -222,14 +224,7 @@ func ipExtractor(trusted []string) echo.IPExtractor {
 	}
 	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
 	for _, t := range trusted {
-		if !strings.Contains(t, "/") {
-			if ip := net.ParseIP(t); ip != nil && ip.To4() != nil {
-				t += "/32"
-			} else {
-				t += "/128"
-			}
-		}
-		if _, n, err := net.ParseCIDR(t); err == nil {
+		if n, err := app.ParseTrustedProxy(t); err == nil { // the config checked them
 			opts = append(opts, echo.TrustIPRange(n))
 		}
 	}

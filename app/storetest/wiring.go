@@ -14,7 +14,7 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
-// svcSubmit submits n jobs of queue through svc and claims them all.
+// svcClaimed submits n jobs of queue through svc and claims them all.
 func (e *env) svcClaimed(svc *app.Service, queue string, n int, mods ...func(*app.SubmitInput)) []*app.Job {
 	e.t.Helper()
 	ins := make([]app.SubmitInput, n)
