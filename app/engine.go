@@ -10,8 +10,8 @@ import (
 // failure, a snooze, a cancel, a lost lease, a drain, an admin move, a TTL,
 // a replay, a purge and a periodic fire do,
 // and in which order (row, fault point, event, counters, wake-up). The
-// stores only carry out the steps. Claim, complete and submit stay inside
-// each store, where their batched fast paths live.
+// stores only carry out the steps. Submit's rules are in submit.go; claim
+// and complete stay inside each store, where their batched fast paths live.
 
 // Fail records a failed attempt of job req.ID held under req.Lease: a
 // retry with backoff, or the dead-letter queue (see DecideFail).
@@ -404,9 +404,11 @@ func FirePeriodic(ctx context.Context, w Writer, fire PeriodicFire) (*Job, bool,
 			}
 		}
 		nj := fire.Job
-		if job, err = tx.Insert(&nj); err != nil {
+		var jobs []*Job
+		if jobs, err = tx.Insert(&nj); err != nil {
 			return err
 		}
+		job = jobs[0]
 		return tx.SetFireJob(fire.Entry, fire.FireAt, job.ID)
 	})
 	if err != nil {

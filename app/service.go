@@ -106,7 +106,7 @@ func (s *Service) Submit(ctx context.Context, ins []SubmitInput) ([]Submitted, e
 		}
 		req.Jobs[i] = nj
 	}
-	return s.Store.Submit(ctx, req)
+	return Submit(ctx, s.Store, req)
 }
 
 // Get returns job id as the API shows it: from the jobs table, or in its

@@ -55,12 +55,10 @@ type JobStore interface {
 	// FirePeriodic) in one
 	// transaction over the store's Tx.
 	Writer
-	// Submit inserts jobs all or nothing. A job whose idempotency key is
-	// already used in its queue (by a stored job or dead-letter row) inserts
-	// nothing and comes back with Existing set, or fails the whole call with
-	// ErrIdempotencyConflict when its kind or payload differ. A queue at its
-	// MaxQueued limit fails the call with ErrQueueFull.
-	Submit(ctx context.Context, req SubmitRequest) ([]Submitted, error)
+	// InsertJobs inserts plain jobs (no idempotency key, no queue limit)
+	// all or nothing; Submit sends them here, where a store gathers the
+	// submissions of concurrent callers into one transaction.
+	InsertJobs(ctx context.Context, jobs []NewJob) ([]Submitted, error)
 	// Lookup reads job id from the jobs table and from the dead-letter table
 	// in one consistent snapshot and returns what it found in each (exactly
 	// one is not nil in a sound store; ErrNotFound when neither).

@@ -55,9 +55,16 @@ type Tx interface {
 	// row dead[i] and counts its resurrection (now); it returns the new
 	// jobs in order.
 	Resurrect(dead []*DeadJob, jobs []NewJob) ([]*Job, error)
-	// Insert inserts one new queued job (no idempotency key lookup: the
-	// caller's rules decide) and returns it as stored.
-	Insert(nj *NewJob) (*Job, error)
+	// Insert inserts new queued jobs (no key lookup or limit: the caller's
+	// rules decide), in one statement where the store can, and returns them
+	// as stored, in order.
+	Insert(njs ...*NewJob) ([]*Job, error)
+	// ByKey reads the job (or dead-letter row, shown as a job) holding an
+	// idempotency key in queue; nil if none does.
+	ByKey(queue, key string) (*Job, error)
+	// Queued counts queue's queued jobs, up to limit. PostgreSQL takes the
+	// queue's admission lock first, so the count holds until the commit.
+	Queued(queue string, limit int) (int, error)
 	// RecordFire records the periodic fire (entry, at) and reports whether
 	// it is new: false when it was recorded before, here or on another node.
 	RecordFire(entry string, at time.Time) (bool, error)

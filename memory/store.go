@@ -267,12 +267,16 @@ func (t *tx) Resurrect(dead []*app.DeadJob, jobs []app.NewJob) ([]*app.Job, erro
 }
 
 // Insert implements app.Tx.
-func (t *tx) Insert(nj *app.NewJob) (*app.Job, error) {
-	j, err := t.insert(nj)
-	if err != nil {
-		return nil, err
+func (t *tx) Insert(njs ...*app.NewJob) ([]*app.Job, error) {
+	out := make([]*app.Job, len(njs))
+	for i, nj := range njs {
+		j, err := t.insert(nj)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = copyJob(j)
 	}
-	return copyJob(j), nil
+	return out, nil
 }
 
 // RecordFire implements app.Tx.
@@ -511,48 +515,9 @@ func copyTime(t *time.Time) *time.Time {
 
 func ptr[T any](v T) *T { return &v }
 
-// Submit implements app.Store.
-func (s *Store) Submit(ctx context.Context, req app.SubmitRequest) ([]app.Submitted, error) {
-	out := make([]app.Submitted, len(req.Jobs))
-	err := s.write(ctx, func(t *tx) error {
-		queued := map[string]int{}
-		for i := range req.Jobs {
-			nj := &req.Jobs[i]
-			if nj.IdempotencyKey != "" {
-				if old := s.byKey(nj.Queue, nj.IdempotencyKey); old != nil {
-					if !app.SameSubmission(old.Kind, old.Payload, nj) {
-						return app.KeyConflict(nj.IdempotencyKey, nj.Queue, old.ID, out[:i])
-					}
-					out[i] = app.Submitted{Job: old, Existing: true}
-					continue
-				}
-			}
-			if max := req.MaxQueued[nj.Queue]; max > 0 {
-				n, ok := queued[nj.Queue]
-				if !ok {
-					for _, j := range s.jobs {
-						if j.Queue == nj.Queue && j.Status == app.StatusQueued {
-							n++
-						}
-					}
-				}
-				if n+1 > max {
-					return fmt.Errorf("%w: queue %q holds %d queued jobs (max_queued %d)", app.ErrQueueFull, nj.Queue, n, max)
-				}
-				queued[nj.Queue] = n + 1
-			}
-			j, err := t.insert(nj)
-			if err != nil {
-				return err
-			}
-			out[i] = app.Submitted{Job: copyJob(j)}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("submit: %w", err)
-	}
-	return out, nil
+// InsertJobs implements app.JobStore.
+func (s *Store) InsertJobs(ctx context.Context, jobs []app.NewJob) ([]app.Submitted, error) {
+	return app.InsertAll(ctx, s, jobs)
 }
 
 func (t *tx) insert(nj *app.NewJob) (*app.Job, error) {
@@ -602,18 +567,30 @@ func copyInt(p *int64) *int64 {
 	return &v
 }
 
-func (s *Store) byKey(queue, key string) *app.Job {
-	for _, j := range s.jobs {
+// ByKey implements app.Tx.
+func (t *tx) ByKey(queue, key string) (*app.Job, error) {
+	for _, j := range t.s.jobs {
 		if j.Queue == queue && j.IdempotencyKey == key {
-			return copyJob(j)
+			return copyJob(j), nil
 		}
 	}
-	for _, d := range s.dead {
+	for _, d := range t.s.dead {
 		if d.Queue == queue && d.IdempotencyKey == key {
-			return copyDead(d).AsJob()
+			return copyDead(d).AsJob(), nil
 		}
 	}
-	return nil
+	return nil, nil
+}
+
+// Queued implements app.Tx.
+func (t *tx) Queued(queue string, limit int) (int, error) {
+	n := 0
+	for _, j := range t.s.jobs {
+		if j.Queue == queue && j.Status == app.StatusQueued {
+			n++
+		}
+	}
+	return min(n, limit), nil
 }
 
 // Lookup implements app.Store.

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/queuehq/queue/app"
@@ -41,15 +40,6 @@ type combiner struct {
 	mu      sync.Mutex
 	pending []*submitCall
 	running int
-}
-
-func combinable(req app.SubmitRequest) bool {
-	for i := range req.Jobs {
-		if req.Jobs[i].IdempotencyKey != "" || req.MaxQueued[req.Jobs[i].Queue] > 0 {
-			return false
-		}
-	}
-	return len(req.Jobs) > 0 && len(req.Jobs) <= maxCombined
 }
 
 // combine writes jobs together with the submissions waiting beside them and
@@ -110,14 +100,14 @@ func (s *Store) writeSubmissions(batch []*submitCall) {
 		// Something in the batch failed: write each on its own, so one bad
 		// submission fails alone.
 		for _, c := range batch {
-			c.out, c.err = s.submit(ctx, app.SubmitRequest{Jobs: c.jobs})
+			c.out, c.err = s.insertAlone(ctx, c.jobs)
 			close(c.done)
 		}
 		return
 	}
 	for _, c := range batch {
 		if err != nil {
-			c.out, c.err = nil, fmt.Errorf("submit: %w", mapErr(err))
+			c.out, c.err = nil, mapErr(err)
 		}
 		close(c.done)
 	}

@@ -22,9 +22,6 @@ func TestGatheredSubmissionFailsAlone(t *testing.T) {
 		{jobs: []app.NewJob{bad}, done: make(chan struct{})},
 		{jobs: []app.NewJob{newJob("q")}, done: make(chan struct{})},
 	}
-	if !combinable(app.SubmitRequest{Jobs: calls[1].jobs}) {
-		t.Fatal("the refused submission would not be gathered; the test proves nothing")
-	}
 	s.writeSubmissions(calls)
 	var ie *app.InvalidError
 	if !errors.As(calls[1].err, &ie) || calls[1].out != nil {

@@ -58,7 +58,7 @@ func fillSQLite(t *testing.T, path string) (maxID int64) {
 	for i := 0; i < 12; i++ {
 		jobs = append(jobs, app.NewJob{Queue: "work", Kind: "k", Payload: json.RawMessage(`{"i":` + string(rune('0'+i%10)) + `}`), MaxAttempts: 2, Timeout: 10 * time.Second})
 	}
-	if _, err := s.Submit(ctx, app.SubmitRequest{Jobs: jobs}); err != nil {
+	if _, err := app.Submit(ctx, s, app.SubmitRequest{Jobs: jobs}); err != nil {
 		t.Fatal(err)
 	}
 	claim := func(n int) []*app.Job {
@@ -115,7 +115,7 @@ func fillSQLite(t *testing.T, path string) (maxID int64) {
 		t.Fatal(err)
 	}
 	// The highest id goes away (retention): the copy must never hand it out again.
-	top, err := s.Submit(ctx, app.SubmitRequest{Jobs: []app.NewJob{{Queue: "gone", Kind: "k", MaxAttempts: 1, Timeout: time.Second, Priority: -1000}}})
+	top, err := app.Submit(ctx, s, app.SubmitRequest{Jobs: []app.NewJob{{Queue: "gone", Kind: "k", MaxAttempts: 1, Timeout: time.Second, Priority: -1000}}})
 	if err != nil {
 		t.Fatal(err)
 	}

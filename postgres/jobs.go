@@ -14,96 +14,20 @@ import (
 	"github.com/queuehq/queue/app"
 )
 
-// Submit implements app.Store. Inserts travel in pipelines (one round trip
-// for many jobs); a job with an idempotency key is looked up first.
-func (s *Store) Submit(ctx context.Context, req app.SubmitRequest) ([]app.Submitted, error) {
-	if combinable(req) {
-		return s.combine(req.Jobs)
+// InsertJobs implements app.JobStore: a batch of plain jobs is gathered
+// with the submissions beside it into one transaction (see combine); a
+// batch too large to gather has its own.
+func (s *Store) InsertJobs(ctx context.Context, jobs []app.NewJob) ([]app.Submitted, error) {
+	if len(jobs) > 0 && len(jobs) <= maxCombined {
+		return s.combine(jobs)
 	}
-	return s.submit(ctx, req)
+	return s.insertAlone(ctx, jobs)
 }
 
-func (s *Store) submit(ctx context.Context, req app.SubmitRequest) ([]app.Submitted, error) {
-	var out []app.Submitted
-	err := s.write(ctx, func(w *wtx) error {
-		out = make([]app.Submitted, len(req.Jobs))
-		// Admission limits are counted under the queue's lock, taken in name
-		// order so two batches never wait on each other in a circle.
-		var limited []string
-		for q, max := range req.MaxQueued {
-			if max > 0 {
-				limited = append(limited, q)
-			}
-		}
-		sort.Strings(limited)
-		inBatch := map[string]bool{}
-		for _, nj := range req.Jobs {
-			inBatch[nj.Queue] = true
-		}
-		for _, q := range limited {
-			if inBatch[q] {
-				if err := w.lock("admit", q); err != nil {
-					return err
-				}
-			}
-		}
-		queued := map[string]int{} // queue -> queued jobs, counted once if it has a limit
-		p := &pipe{}
-		// Jobs to insert wait in pending and go in one statement, before
-		// anything that must see them (a key looked up, a queue counted).
-		var pending []*app.NewJob
-		var pendingAt []int
-		flush := func() error {
-			if len(pending) > 0 {
-				for k, job := range w.insertJobs(p, pending) {
-					out[pendingAt[k]] = app.Submitted{Job: job}
-				}
-				pending, pendingAt = nil, nil
-			}
-			return w.run(p)
-		}
-		for i := range req.Jobs {
-			nj := &req.Jobs[i]
-			if nj.IdempotencyKey != "" {
-				if err := flush(); err != nil { // a key may repeat inside the batch
-					return err
-				}
-				old, err := w.byKey(nj.Queue, nj.IdempotencyKey)
-				if err != nil {
-					return err
-				}
-				if old != nil {
-					if !app.SameSubmission(old.Kind, old.Payload, nj) {
-						return app.KeyConflict(nj.IdempotencyKey, nj.Queue, old.ID, out[:i])
-					}
-					out[i] = app.Submitted{Job: old, Existing: true}
-					continue
-				}
-			}
-			if max := req.MaxQueued[nj.Queue]; max > 0 {
-				n, ok := queued[nj.Queue]
-				if !ok {
-					if err := flush(); err != nil {
-						return err
-					}
-					if err := w.queryRow(`SELECT count(*) FROM (SELECT 1 FROM jobs WHERE queue = $1 AND status = 'queued' LIMIT $2) q`,
-						nj.Queue, max+1).Scan(&n); err != nil {
-						return err
-					}
-				}
-				if n+1 > max {
-					return fmt.Errorf("%w: queue %q holds %d queued jobs (max_queued %d)", app.ErrQueueFull, nj.Queue, n, max)
-				}
-				queued[nj.Queue] = n + 1
-			}
-			pending, pendingAt = append(pending, nj), append(pendingAt, i)
-		}
-		return flush()
-	})
-	if err != nil {
-		return nil, fmt.Errorf("submit: %w", mapErr(err))
-	}
-	return out, nil
+// insertAlone inserts jobs in a transaction of their own.
+func (s *Store) insertAlone(ctx context.Context, jobs []app.NewJob) ([]app.Submitted, error) {
+	out, err := app.InsertAll(ctx, s, jobs)
+	return out, mapErr(err)
 }
 
 // insertJobs queues into p one statement that inserts njs, rows built
@@ -198,14 +122,8 @@ func newJobRow(nj *app.NewJob, now time.Time) *app.Job {
 	}
 }
 
-// insertJob queues the insert of nj into p and returns the job as a read
-// would give it; its ID is set when p runs.
-func (w *wtx) insertJob(p *pipe, nj *app.NewJob) *app.Job {
-	return w.insertJobs(p, []*app.NewJob{nj})[0]
-}
-
-// byKey finds the job (or dead-letter row, shown as a job) holding an idempotency key.
-func (w *wtx) byKey(queue, key string) (*app.Job, error) {
+// ByKey implements app.Tx.
+func (w *wtx) ByKey(queue, key string) (*app.Job, error) {
 	job, err := scanJob(w.queryRow(`SELECT `+jobCols+` FROM jobs WHERE queue = $1 AND idempotency_key = $2`, queue, key))
 	if err == nil {
 		return job, nil

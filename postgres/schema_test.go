@@ -35,7 +35,7 @@ func adminConn(t *testing.T, s *Store) *pgx.Conn {
 
 func submit(t *testing.T, s *Store, jobs ...app.NewJob) []*app.Job {
 	t.Helper()
-	res, err := s.Submit(t.Context(), app.SubmitRequest{Jobs: jobs})
+	res, err := app.Submit(t.Context(), s, app.SubmitRequest{Jobs: jobs})
 	if err != nil {
 		t.Fatalf("Submit: %v", err)
 	}
@@ -348,7 +348,7 @@ func TestNULByteIsInvalidInput(t *testing.T) {
 	s := mustOpen(t, Options{})
 	nj := newJob("q")
 	nj.IdempotencyKey = "a\x00b"
-	_, err := s.Submit(t.Context(), app.SubmitRequest{Jobs: []app.NewJob{nj}})
+	_, err := app.Submit(t.Context(), s, app.SubmitRequest{Jobs: []app.NewJob{nj}})
 	var ie *app.InvalidError
 	if !errors.As(err, &ie) {
 		t.Fatalf("submit with a NUL byte in the key: %v, want an InvalidError", err)
@@ -373,7 +373,7 @@ func TestClosedStoreIsUnavailable(t *testing.T) {
 	if err := s.Ping(t.Context()); !errors.Is(err, app.ErrUnavailable) {
 		t.Fatalf("Ping after Close: %v, want ErrUnavailable", err)
 	}
-	if _, err := s.Submit(t.Context(), app.SubmitRequest{Jobs: []app.NewJob{newJob("q")}}); !errors.Is(err, app.ErrUnavailable) {
+	if _, err := app.Submit(t.Context(), s, app.SubmitRequest{Jobs: []app.NewJob{newJob("q")}}); !errors.Is(err, app.ErrUnavailable) {
 		t.Fatalf("Submit after Close: %v, want ErrUnavailable", err)
 	}
 }

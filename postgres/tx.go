@@ -531,13 +531,23 @@ func (w *wtx) Resurrect(dead []*app.DeadJob, jobs []app.NewJob) ([]*app.Job, err
 }
 
 // Insert implements app.Tx.
-func (w *wtx) Insert(nj *app.NewJob) (*app.Job, error) {
+func (w *wtx) Insert(njs ...*app.NewJob) ([]*app.Job, error) {
 	p := &pipe{}
-	job := w.insertJob(p, nj)
+	jobs := w.insertJobs(p, njs)
 	if err := w.run(p); err != nil {
 		return nil, err
 	}
-	return job, nil
+	return jobs, nil
+}
+
+// Queued implements app.Tx: under the queue's admission lock, held to the
+// commit, so two submissions to a limited queue count one after the other.
+func (w *wtx) Queued(queue string, limit int) (n int, err error) {
+	if err := w.lock("admit", queue); err != nil {
+		return 0, err
+	}
+	err = w.queryRow(`SELECT count(*) FROM (SELECT 1 FROM jobs WHERE queue = $1 AND status = 'queued' LIMIT $2) q`, queue, limit).Scan(&n)
+	return n, err
 }
 
 // RecordFire implements app.Tx: the fire's primary key decides, across nodes.

@@ -19,9 +19,9 @@ func TestPipedWriteFailsWhole(t *testing.T) {
 	bad := newJob("q")
 	bad.Kind = "k\x00" // PostgreSQL refuses the NUL byte
 	err := s.writePiped(t.Context(), func(w *wtx, p *pipe) {
-		w.insertJob(p, &[]app.NewJob{newJob("q")}[0])
-		w.insertJob(p, &bad)
-		w.insertJob(p, &[]app.NewJob{newJob("q")}[0])
+		w.insertJobs(p, []*app.NewJob{&[]app.NewJob{newJob("q")}[0]})
+		w.insertJobs(p, []*app.NewJob{&bad})
+		w.insertJobs(p, []*app.NewJob{&[]app.NewJob{newJob("q")}[0]})
 	})
 	if err == nil {
 		t.Fatal("piped write with a refused statement succeeded")
@@ -30,7 +30,7 @@ func TestPipedWriteFailsWhole(t *testing.T) {
 	if err != nil || len(stats) != 0 {
 		t.Fatalf("after the failed write: stats %+v %v, want no queue and no job", stats, err)
 	}
-	out, err := s.Submit(t.Context(), app.SubmitRequest{Jobs: []app.NewJob{newJob("q")}})
+	out, err := app.Submit(t.Context(), s, app.SubmitRequest{Jobs: []app.NewJob{newJob("q")}})
 	if err != nil || len(out) != 1 {
 		t.Fatalf("submit after the failed write: %v %v", out, err)
 	}
@@ -60,7 +60,7 @@ func TestPipedWriteCommittedButUnread(t *testing.T) {
 		t.Fatalf("queue row count %d %v, want the committed row", n, err)
 	}
 	// The one connection is usable again.
-	if _, err := s.Submit(t.Context(), app.SubmitRequest{Jobs: []app.NewJob{newJob("q")}}); err != nil {
+	if _, err := app.Submit(t.Context(), s, app.SubmitRequest{Jobs: []app.NewJob{newJob("q")}}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -71,7 +71,7 @@ func TestThroughputCountsAddUpAcrossConnections(t *testing.T) {
 	s := mustOpen(t, Options{MaxConns: 4})
 	const n = 40
 	for range n {
-		if _, err := s.Submit(t.Context(), app.SubmitRequest{Jobs: []app.NewJob{newJob("q")}}); err != nil {
+		if _, err := app.Submit(t.Context(), s, app.SubmitRequest{Jobs: []app.NewJob{newJob("q")}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -23,7 +23,7 @@ func BenchmarkSubmit(b *testing.B) {
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					if _, err := s.Submit(b.Context(), app.SubmitRequest{Jobs: []app.NewJob{benchJob()}}); err != nil {
+					if _, err := app.Submit(b.Context(), s, app.SubmitRequest{Jobs: []app.NewJob{benchJob()}}); err != nil {
 						b.Error(err)
 						return
 					}
@@ -43,7 +43,7 @@ func BenchmarkSubmitBatch100(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := s.Submit(b.Context(), app.SubmitRequest{Jobs: batch}); err != nil {
+		if _, err := app.Submit(b.Context(), s, app.SubmitRequest{Jobs: batch}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -95,7 +95,7 @@ func fill(b *testing.B, s *sqlite.Store, n int) {
 		for i := 0; i < min(n, 1000); i++ {
 			batch = append(batch, benchJob())
 		}
-		if _, err := s.Submit(b.Context(), app.SubmitRequest{Jobs: batch}); err != nil {
+		if _, err := app.Submit(b.Context(), s, app.SubmitRequest{Jobs: batch}); err != nil {
 			b.Fatal(err)
 		}
 		n -= len(batch)

@@ -39,7 +39,7 @@ func BenchmarkSubmitDuringBulkPurge(b *testing.B) {
 				default:
 				}
 				t0 := time.Now()
-				if _, err := s.Submit(b.Context(), app.SubmitRequest{Jobs: []app.NewJob{benchJob()}}); err != nil {
+				if _, err := app.Submit(b.Context(), s, app.SubmitRequest{Jobs: []app.NewJob{benchJob()}}); err != nil {
 					b.Error(err)
 					return
 				}

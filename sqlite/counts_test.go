@@ -57,7 +57,7 @@ func TestMaintainedCountsEqualTheRows(t *testing.T) {
 				exp := clock.Now().Add(2 * time.Second)
 				nj.ExpiresAt = &exp
 			}
-			s.Submit(ctx, app.SubmitRequest{Jobs: []app.NewJob{nj, nj}})
+			app.Submit(ctx, s, app.SubmitRequest{Jobs: []app.NewJob{nj, nj}})
 		case 3, 4:
 			what = "claim+complete"
 			jobs, _ := s.Claim(ctx, app.ClaimRequest{Queue: q, Limit: 3})

@@ -14,47 +14,15 @@ import (
 	"github.com/queuehq/queue/app"
 )
 
-// Submit implements app.Store.
-func (s *Store) Submit(ctx context.Context, req app.SubmitRequest) ([]app.Submitted, error) {
+// InsertJobs implements app.JobStore. Plain jobs need no lookup, so their
+// rows can wait for the writer, which inserts them together with those of
+// the requests around it (see insertJob).
+func (s *Store) InsertJobs(ctx context.Context, jobs []app.NewJob) ([]app.Submitted, error) {
 	var out []app.Submitted
-	write := s.writeInserts // plain jobs only: their rows can wait for the writer
-	for _, nj := range req.Jobs {
-		if nj.IdempotencyKey != "" || req.MaxQueued[nj.Queue] > 0 {
-			write = s.write // a key lookup or a count must see every row before it
-			break
-		}
-	}
-	err := write(ctx, func(w *wtx) error {
-		out = make([]app.Submitted, len(req.Jobs))
-		queued := map[string]int{} // queue -> queued jobs, counted once if it has a limit
-		for i := range req.Jobs {
-			nj := &req.Jobs[i]
-			if nj.IdempotencyKey != "" {
-				old, err := w.byKey(nj.Queue, nj.IdempotencyKey)
-				if err != nil {
-					return err
-				}
-				if old != nil {
-					if !app.SameSubmission(old.Kind, old.Payload, nj) {
-						return app.KeyConflict(nj.IdempotencyKey, nj.Queue, old.ID, out[:i])
-					}
-					out[i] = app.Submitted{Job: old, Existing: true}
-					continue
-				}
-			}
-			if max := req.MaxQueued[nj.Queue]; max > 0 {
-				n, ok := queued[nj.Queue]
-				if !ok {
-					if err := w.queryRow(`SELECT count(*) FROM (SELECT 1 FROM jobs WHERE queue = ? AND status = 'queued' LIMIT ?)`, nj.Queue, max+1).Scan(&n); err != nil {
-						return err
-					}
-				}
-				if n+1 > max {
-					return fmt.Errorf("%w: queue %q holds %d queued jobs (max_queued %d)", app.ErrQueueFull, nj.Queue, n, max)
-				}
-				queued[nj.Queue] = n + 1
-			}
-			job, err := w.insertJob(nj)
+	err := s.writeInserts(ctx, func(w *wtx) error {
+		out = make([]app.Submitted, len(jobs))
+		for i := range jobs {
+			job, err := w.insertJob(&jobs[i])
 			if err != nil {
 				return err
 			}
@@ -63,7 +31,7 @@ func (s *Store) Submit(ctx context.Context, req app.SubmitRequest) ([]app.Submit
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("submit: %w", mapErr(err))
+		return nil, mapErr(err)
 	}
 	return out, nil
 }
@@ -191,8 +159,8 @@ func (s *Store) insertPending(ctx context.Context, pend []pendingJob, events *[]
 	return nil
 }
 
-// byKey finds the job (or dead-letter row, shown as a job) holding an idempotency key.
-func (w *wtx) byKey(queue, key string) (*app.Job, error) {
+// ByKey implements app.Tx.
+func (w *wtx) ByKey(queue, key string) (*app.Job, error) {
 	job, err := scanJob(w.queryRow(`SELECT `+jobCols+` FROM jobs WHERE queue = ? AND idempotency_key = ?`, queue, key))
 	if err == nil {
 		return job, nil

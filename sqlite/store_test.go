@@ -42,7 +42,7 @@ func TestStatusGuardRejectsThroughSQL(t *testing.T) {
 	s := MustOpen(t, sqlite.Options{})
 	path := s.Path()
 	ctx := t.Context()
-	if _, err := s.Submit(ctx, app.SubmitRequest{Jobs: []app.NewJob{{Queue: "q", Kind: "k", MaxAttempts: 1}}}); err != nil {
+	if _, err := app.Submit(ctx, s, app.SubmitRequest{Jobs: []app.NewJob{{Queue: "q", Kind: "k", MaxAttempts: 1}}}); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -165,7 +165,7 @@ func TestSecondOpenIsRefusedNamingTheHolder(t *testing.T) {
 	if _, err := r.Stats(t.Context()); err != nil {
 		t.Fatalf("stats through a read-only store: %v", err)
 	}
-	if _, err := r.Submit(t.Context(), app.SubmitRequest{Jobs: []app.NewJob{{Queue: "q", Kind: "k", MaxAttempts: 1}}}); !errors.Is(err, app.ErrUnavailable) {
+	if _, err := app.Submit(t.Context(), r, app.SubmitRequest{Jobs: []app.NewJob{{Queue: "q", Kind: "k", MaxAttempts: 1}}}); !errors.Is(err, app.ErrUnavailable) {
 		t.Fatalf("write through a read-only store: %v, want ErrUnavailable", err)
 	}
 }
@@ -222,7 +222,7 @@ func TestGroupCommitFailsRequestsAlone(t *testing.T) {
 	for i := 0; i < n; i++ {
 		go func() {
 			if i%2 == 0 {
-				_, err := s.Submit(ctx, app.SubmitRequest{Jobs: []app.NewJob{{Queue: "g", Kind: "k", MaxAttempts: 1, Timeout: time.Second}}})
+				_, err := app.Submit(ctx, s, app.SubmitRequest{Jobs: []app.NewJob{{Queue: "g", Kind: "k", MaxAttempts: 1, Timeout: time.Second}}})
 				errs <- err
 				return
 			}

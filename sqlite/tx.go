@@ -195,7 +195,23 @@ func (w *wtx) Resurrect(dead []*app.DeadJob, jobs []app.NewJob) ([]*app.Job, err
 }
 
 // Insert implements app.Tx.
-func (w *wtx) Insert(nj *app.NewJob) (*app.Job, error) { return w.insertJob(nj) }
+func (w *wtx) Insert(njs ...*app.NewJob) ([]*app.Job, error) {
+	out := make([]*app.Job, len(njs))
+	for i, nj := range njs {
+		j, err := w.insertJob(nj)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = j
+	}
+	return out, nil
+}
+
+// Queued implements app.Tx.
+func (w *wtx) Queued(queue string, limit int) (n int, err error) {
+	err = w.queryRow(`SELECT count(*) FROM (SELECT 1 FROM jobs WHERE queue = ? AND status = 'queued' LIMIT ?)`, queue, limit).Scan(&n)
+	return n, err
+}
 
 // RecordFire implements app.Tx: the fire's primary key decides.
 func (w *wtx) RecordFire(entry string, at time.Time) (bool, error) {

@@ -153,7 +153,7 @@ func TestSharedInsertFailsAlone(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out, err := s.Submit(ctx, app.SubmitRequest{Jobs: []app.NewJob{{Queue: "q", Kind: k, MaxAttempts: 1,
+			out, err := app.Submit(ctx, s, app.SubmitRequest{Jobs: []app.NewJob{{Queue: "q", Kind: k, MaxAttempts: 1,
 				Payload: json.RawMessage(`{"kind":"` + k + `"}`)}}})
 			errs[i] = err
 			if err == nil {

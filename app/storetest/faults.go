@@ -29,7 +29,7 @@ type faultCase struct {
 var faultCases = []faultCase{
 	{"submit", app.FaultJobInsert, 0, func(e *env) func() error {
 		return func() error {
-			_, err := e.s.Submit(e.ctx, app.SubmitRequest{Jobs: []app.NewJob{e.newJob("q", "k")}})
+			_, err := app.Submit(e.ctx, e.s, app.SubmitRequest{Jobs: []app.NewJob{e.newJob("q", "k")}})
 			return err
 		}
 	}},
@@ -37,7 +37,7 @@ var faultCases = []faultCase{
 		// SPEC: a batch is all or nothing in one transaction; the first
 		// job's row is already written when the second one fails.
 		return func() error {
-			_, err := e.s.Submit(e.ctx, app.SubmitRequest{Jobs: []app.NewJob{e.newJob("q", "a"), e.newJob("q", "b"), e.newJob("q", "c")}})
+			_, err := app.Submit(e.ctx, e.s, app.SubmitRequest{Jobs: []app.NewJob{e.newJob("q", "a"), e.newJob("q", "b"), e.newJob("q", "c")}})
 			return err
 		}
 	}},
@@ -51,7 +51,7 @@ var faultCases = []faultCase{
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					_, errs[i] = e.s.Submit(e.ctx, app.SubmitRequest{Jobs: []app.NewJob{e.newJob("q", "k")}})
+					_, errs[i] = app.Submit(e.ctx, e.s, app.SubmitRequest{Jobs: []app.NewJob{e.newJob("q", "k")}})
 				}()
 			}
 			wg.Wait()

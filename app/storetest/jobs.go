@@ -52,7 +52,7 @@ func testSubmitStoresEveryField(e *env) {
 func testSubmitBatchIsAllOrNothing(e *env) {
 	first := e.submitOne("q", "k", withKey("taken"), withPayload(`1`))
 	before, _ := e.s.CountJobs(e.ctx, app.JobFilter{})
-	_, err := e.s.Submit(e.ctx, app.SubmitRequest{Jobs: []app.NewJob{
+	_, err := app.Submit(e.ctx, e.s, app.SubmitRequest{Jobs: []app.NewJob{
 		e.newJob("q", "k"), e.newJob("q", "k"), e.newJob("q", "k", withKey("taken"), withPayload(`2`)),
 	}})
 	if !errors.Is(err, app.ErrIdempotencyConflict) {
@@ -94,7 +94,7 @@ func testLargeMixedBatchKeepsItsJobs(e *env) {
 	}
 	jobs[2000] = e.newJob("big", "dup", withKey("twice"), withPayload(`{"same":true}`))
 	jobs[100] = e.newJob("big", "dup", withKey("twice"), withPayload(`{"same":true}`))
-	res, err := e.s.Submit(e.ctx, app.SubmitRequest{Jobs: jobs, MaxQueued: map[string]int{"limited": n}})
+	res, err := app.Submit(e.ctx, e.s, app.SubmitRequest{Jobs: jobs, MaxQueued: map[string]int{"limited": n}})
 	if err != nil {
 		e.t.Fatalf("batch of %d: %v", n, err)
 	}
@@ -130,7 +130,7 @@ func testLargeMixedBatchKeepsItsJobs(e *env) {
 // submissions is refused whole, and the error points at the two items,
 // not at an id the rollback leaves to no job.
 func testKeyGivenTwiceInABatch(e *env) {
-	_, err := e.s.Submit(e.ctx, app.SubmitRequest{Jobs: []app.NewJob{
+	_, err := app.Submit(e.ctx, e.s, app.SubmitRequest{Jobs: []app.NewJob{
 		e.newJob("q", "k", withKey("x"), withPayload(`1`)), e.newJob("q", "k"), e.newJob("q", "k", withKey("x"), withPayload(`2`)),
 	}})
 	if !errors.Is(err, app.ErrIdempotencyConflict) {
@@ -144,7 +144,7 @@ func testKeyGivenTwiceInABatch(e *env) {
 	}
 	// A key held by an earlier batch still names its job.
 	a := e.submitOne("q", "k", withKey("y"), withPayload(`1`))
-	_, err = e.s.Submit(e.ctx, app.SubmitRequest{Jobs: []app.NewJob{e.newJob("q", "k", withKey("y"), withPayload(`2`))}})
+	_, err = app.Submit(e.ctx, e.s, app.SubmitRequest{Jobs: []app.NewJob{e.newJob("q", "k", withKey("y"), withPayload(`2`))}})
 	if !errors.Is(err, app.ErrIdempotencyConflict) || !strings.Contains(err.Error(), fmt.Sprintf("belongs to job %d", a.ID)) {
 		e.t.Fatalf("key held by job %d: err %v, want a conflict naming it", a.ID, err)
 	}
@@ -152,17 +152,17 @@ func testKeyGivenTwiceInABatch(e *env) {
 
 func testIdempotencyKeyReplaysAndConflicts(e *env) {
 	a := e.submitOne("q", "k", withKey("order-1"), withPayload(`{"a":1,"b":2}`))
-	res, err := e.s.Submit(e.ctx, app.SubmitRequest{Jobs: []app.NewJob{e.newJob("q", "k", withKey("order-1"), withPayload(`{"b":2,"a":1}`))}})
+	res, err := app.Submit(e.ctx, e.s, app.SubmitRequest{Jobs: []app.NewJob{e.newJob("q", "k", withKey("order-1"), withPayload(`{"b":2,"a":1}`))}})
 	if err != nil {
 		e.t.Fatalf("repeat with the same key: %v", err)
 	}
 	if !res[0].Existing || res[0].Job.ID != a.ID {
 		e.t.Fatalf("repeat: existing=%v id=%d, want existing job %d", res[0].Existing, res[0].Job.ID, a.ID)
 	}
-	if _, err := e.s.Submit(e.ctx, app.SubmitRequest{Jobs: []app.NewJob{e.newJob("q", "k", withKey("order-1"), withPayload(`{"a":2}`))}}); !errors.Is(err, app.ErrIdempotencyConflict) {
+	if _, err := app.Submit(e.ctx, e.s, app.SubmitRequest{Jobs: []app.NewJob{e.newJob("q", "k", withKey("order-1"), withPayload(`{"a":2}`))}}); !errors.Is(err, app.ErrIdempotencyConflict) {
 		e.t.Fatalf("same key, other payload: err %v, want conflict", err)
 	}
-	if _, err := e.s.Submit(e.ctx, app.SubmitRequest{Jobs: []app.NewJob{e.newJob("q", "other", withKey("order-1"), withPayload(`{"a":1,"b":2}`))}}); !errors.Is(err, app.ErrIdempotencyConflict) {
+	if _, err := app.Submit(e.ctx, e.s, app.SubmitRequest{Jobs: []app.NewJob{e.newJob("q", "other", withKey("order-1"), withPayload(`{"a":1,"b":2}`))}}); !errors.Is(err, app.ErrIdempotencyConflict) {
 		e.t.Fatalf("same key, other kind: err %v, want conflict", err)
 	}
 	// The key is per queue.
@@ -178,7 +178,7 @@ func testIdempotencyKeyReplaysAndConflicts(e *env) {
 func testIdempotencyKeyHoldsAfterDeadLetter(e *env) {
 	a := e.submitOne("q", "k", withKey("once"))
 	e.deadLetter(a)
-	res, err := e.s.Submit(e.ctx, app.SubmitRequest{Jobs: []app.NewJob{e.newJob("q", "k", withKey("once"))}})
+	res, err := app.Submit(e.ctx, e.s, app.SubmitRequest{Jobs: []app.NewJob{e.newJob("q", "k", withKey("once"))}})
 	if err != nil {
 		e.t.Fatalf("repeat after DLQ move: %v", err)
 	}
@@ -189,10 +189,10 @@ func testIdempotencyKeyHoldsAfterDeadLetter(e *env) {
 
 func testMaxQueuedRefusesAndStoresNothing(e *env) {
 	limit := map[string]int{"small": 2}
-	if _, err := e.s.Submit(e.ctx, app.SubmitRequest{Jobs: []app.NewJob{e.newJob("small", "k"), e.newJob("small", "k")}, MaxQueued: limit}); err != nil {
+	if _, err := app.Submit(e.ctx, e.s, app.SubmitRequest{Jobs: []app.NewJob{e.newJob("small", "k"), e.newJob("small", "k")}, MaxQueued: limit}); err != nil {
 		e.t.Fatalf("two jobs under max_queued 2: %v", err)
 	}
-	_, err := e.s.Submit(e.ctx, app.SubmitRequest{Jobs: []app.NewJob{e.newJob("other", "k"), e.newJob("small", "k")}, MaxQueued: limit})
+	_, err := app.Submit(e.ctx, e.s, app.SubmitRequest{Jobs: []app.NewJob{e.newJob("other", "k"), e.newJob("small", "k")}, MaxQueued: limit})
 	if !errors.Is(err, app.ErrQueueFull) {
 		e.t.Fatalf("third job: err %v, want ErrQueueFull", err)
 	}
@@ -201,7 +201,7 @@ func testMaxQueuedRefusesAndStoresNothing(e *env) {
 	}
 	// Claiming one frees a place.
 	e.claimOne("small")
-	if _, err := e.s.Submit(e.ctx, app.SubmitRequest{Jobs: []app.NewJob{e.newJob("small", "k")}, MaxQueued: limit}); err != nil {
+	if _, err := app.Submit(e.ctx, e.s, app.SubmitRequest{Jobs: []app.NewJob{e.newJob("small", "k")}, MaxQueued: limit}); err != nil {
 		e.t.Fatalf("after a claim: %v", err)
 	}
 }
@@ -463,7 +463,7 @@ func testConcurrentSubmitsGetTheirOwnRows(e *env) {
 					j.Payload = json.RawMessage(fmt.Sprintf(`{"g":%d,"i":%d,"k":%d}`, g, i, k))
 					jobs = append(jobs, j)
 				}
-				out, err := e.s.Submit(e.ctx, app.SubmitRequest{Jobs: jobs})
+				out, err := app.Submit(e.ctx, e.s, app.SubmitRequest{Jobs: jobs})
 				if err != nil {
 					e.t.Error(err)
 					return

@@ -160,7 +160,7 @@ func (e *env) newJob(queue, kind string, mods ...func(*app.NewJob)) app.NewJob {
 
 func (e *env) submit(jobs ...app.NewJob) []*app.Job {
 	e.t.Helper()
-	res, err := e.s.Submit(e.ctx, app.SubmitRequest{Jobs: jobs})
+	res, err := app.Submit(e.ctx, e.s, app.SubmitRequest{Jobs: jobs})
 	if err != nil {
 		e.t.Fatalf("Submit(%d jobs): %v", len(jobs), err)
 	}
