@@ -34,20 +34,20 @@ type Service struct {
 }
 
 // DefaultMaxWaiters caps the long polls of a server when
-// Config.Server.MaxWaiters is zero.
+// Config.MaxWaiters is zero.
 const DefaultMaxWaiters = 1024
 
 // Waiting reports how many long polls (claims and gets with a wait) are
 // waiting now, server-wide.
 func (s *Service) Waiting() int { return int(s.waiters.Load()) }
 
-// holdWait takes one of the server's Config.Server.MaxWaiters long-poll
+// holdWait takes one of the server's Config.MaxWaiters long-poll
 // places for a wait about to begin, or returns ErrTooManyWaiters when all
 // are taken. Whoever took one gives it back with releaseWait. Each wait
 // holds a subscription or a wake-up entry and a connection; the cap keeps
 // clients from holding them without bound.
 func (s *Service) holdWait() error {
-	limit := int64(s.Config.Server.MaxWaiters)
+	limit := int64(s.Config.MaxWaiters)
 	if limit <= 0 {
 		limit = DefaultMaxWaiters
 	}
@@ -112,7 +112,7 @@ func (s *Service) Submit(ctx context.Context, ins []SubmitInput) ([]Submitted, e
 // Get returns job id as the API shows it: from the jobs table, or in its
 // dead-letter form. A positive wait holds the answer until the job is
 // terminal (done, cancelled or dead-lettered) or wait passes; a wait that
-// would begin while the server holds Config.Server.MaxWaiters of them
+// would begin while the server holds Config.MaxWaiters of them
 // returns ErrTooManyWaiters instead.
 func (s *Service) Get(ctx context.Context, id int64, wait time.Duration, events bool) (*Job, error) {
 	if wait < 0 || wait > MaxWait {
@@ -300,13 +300,13 @@ type ClaimInput struct {
 // answer until a job lands (woken by the store at once, never by polling
 // for submissions) or the wait ends, then answers what it has (maybe none).
 // A claim that finds nothing and would wait while the server holds
-// Config.Server.MaxWaiters waits already returns ErrTooManyWaiters.
+// Config.MaxWaiters waits already returns ErrTooManyWaiters.
 func (s *Service) Claim(ctx context.Context, queue string, in ClaimInput) ([]*Job, error) {
 	return s.claim(ctx, queue, in, true)
 }
 
 // ClaimLocal is Claim for the in-process workers (package worker's
-// LocalBackend): its wait does not count against Config.Server.MaxWaiters,
+// LocalBackend): its wait does not count against Config.MaxWaiters,
 // since their number is set by the config, not by clients.
 func (s *Service) ClaimLocal(ctx context.Context, queue string, in ClaimInput) ([]*Job, error) {
 	return s.claim(ctx, queue, in, false)
@@ -316,7 +316,7 @@ func (s *Service) ClaimLocal(ctx context.Context, queue string, in ClaimInput) (
 func (s *Service) Stopping() <-chan struct{} { return s.stop }
 
 // claim is Claim; capped says whether its wait counts against
-// Config.Server.MaxWaiters. The in-process workers' waits do not: their
+// Config.MaxWaiters. The in-process workers' waits do not: their
 // number is set by the config, not by clients.
 func (s *Service) claim(ctx context.Context, queue string, in ClaimInput, capped bool) ([]*Job, error) {
 	if err := ValidateQueue(queue); err != nil {
@@ -502,7 +502,7 @@ func (s *Service) Once(ctx context.Context, key string, holdFor time.Duration) (
 	if holdFor < 0 || holdFor > MaxTimeout {
 		return nil, Invalid("hold_for", "hold_for must be between 1s and 24h")
 	}
-	return s.Store.OnceAcquire(ctx, key, holdFor)
+	return OnceAcquire(ctx, s.Store, key, holdFor)
 }
 
 // OnceDone stores the result of the side effect held with token.
@@ -516,7 +516,7 @@ func (s *Service) OnceDone(ctx context.Context, key, token string, result json.R
 	if len(result) > MaxResultBytes {
 		return nil, TooLarge("result", "result is %d bytes; the limit is 1 MiB", len(result))
 	}
-	return s.Store.OnceDone(ctx, key, token, result)
+	return OnceDone(ctx, s.Store, key, token, result)
 }
 
 func validateOnceKey(key string) error {

@@ -25,7 +25,6 @@ type Store interface {
 	MaintenanceStore
 	PeriodicStore
 	AuditStore
-	OnceStore
 
 	// Wake returns a channel closed when queue may have new claimable work
 	// (a submission, a retry, a resume). Take it before claiming, so nothing
@@ -125,15 +124,6 @@ type AuditStore interface {
 	RecordAudit(ctx context.Context, e AuditEntry) error
 	// ListAudit returns admin actions, newest first.
 	ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
-}
-
-// OnceStore keeps the once-records of side effects that must not repeat.
-type OnceStore interface {
-	// OnceAcquire takes the once-record key for holdFor, or reports that it
-	// is done (Record.Done) or held by another live claim (ErrOnceHeld).
-	OnceAcquire(ctx context.Context, key string, holdFor time.Duration) (*OnceRecord, error)
-	// OnceDone stores result for key held with token.
-	OnceDone(ctx context.Context, key, token string, result json.RawMessage) (*OnceRecord, error)
 }
 
 // StoreOptions is what every store takes besides its address.

@@ -73,6 +73,12 @@ type Tx interface {
 	FirePending(entry string) (bool, error)
 	// SetFireJob notes the job the fire (entry, at) enqueued.
 	SetFireJob(entry string, at time.Time, id int64) error
+	// Once reads the once-record key to change it (PostgreSQL locks it),
+	// first making an empty one (created now) if there is none: so two
+	// runs racing for a new key on two nodes meet at one row.
+	Once(key string) (*OnceRecord, error)
+	// SaveOnce stores r's token, hold, done flag, result and done time.
+	SaveOnce(r *OnceRecord) error
 	// InsertDead stores d in the dead-letter table (d.MovedAt as stored is
 	// written back into d); DeleteJob deletes job id, which must exist.
 	InsertDead(d *DeadJob) error

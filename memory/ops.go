@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -308,70 +307,24 @@ func (s *Store) ListAudit(ctx context.Context, f app.AuditFilter) ([]app.AuditEn
 	return out, nil
 }
 
-// OnceAcquire implements app.Store.
-func (s *Store) OnceAcquire(ctx context.Context, key string, holdFor time.Duration) (*app.OnceRecord, error) {
-	var out *app.OnceRecord
-	err := s.write(ctx, func(t *tx) error {
-		r, ok := s.once[key]
-		switch {
-		case ok && r.Done:
-			c := *r
-			c.Token = ""
-			out = &c
-			return nil
-		case ok && r.HeldUntil != nil && r.HeldUntil.After(t.now):
-			return fmt.Errorf("once %q: %w", key, app.ErrOnceHeld)
-		}
-		nr := &app.OnceRecord{Key: key, Token: newToken(), HeldUntil: ptr(t.now.Add(holdFor).Truncate(time.Millisecond)), CreatedAt: t.now}
-		if ok {
-			nr.CreatedAt = r.CreatedAt
-		}
-		s.once[key] = nr
-		t.undo = append(t.undo, func() {
-			if ok {
-				s.once[key] = r
-			} else {
-				delete(s.once, key)
-			}
-		})
-		c := *nr
-		c.Acquired = true
-		out = &c
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("acquire once %q: %w", key, err)
+// Once implements app.Tx.
+func (t *tx) Once(key string) (*app.OnceRecord, error) {
+	r, ok := t.s.once[key]
+	if !ok {
+		r = &app.OnceRecord{Key: key, CreatedAt: t.now}
+		t.s.once[key] = r
+		t.undo = append(t.undo, func() { delete(t.s.once, key) })
 	}
-	return out, nil
+	c := *r
+	return &c, nil
 }
 
-// OnceDone implements app.Store.
-func (s *Store) OnceDone(ctx context.Context, key, token string, result json.RawMessage) (*app.OnceRecord, error) {
-	var out *app.OnceRecord
-	err := s.write(ctx, func(t *tx) error {
-		r, ok := s.once[key]
-		if !ok {
-			return fmt.Errorf("once %q: %w", key, app.ErrNotFound)
-		}
-		if r.Token != token {
-			return fmt.Errorf("once %q is held by another run: %w", key, app.ErrLeaseLost)
-		}
-		if !r.Done {
-			nr := *r
-			nr.Done, nr.Result, nr.DoneAt, nr.HeldUntil = true, slices.Clone(result), ptr(t.now), nil
-			if len(nr.Result) == 0 {
-				nr.Result = json.RawMessage("null")
-			}
-			s.once[key] = &nr
-			t.undo = append(t.undo, func() { s.once[key] = r })
-			r = &nr
-		}
-		c := *r
-		out = &c
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("finish once %q: %w", key, err)
-	}
-	return out, nil
+// SaveOnce implements app.Tx.
+func (t *tx) SaveOnce(r *app.OnceRecord) error {
+	old := t.s.once[r.Key]
+	c := *r
+	c.Result, c.Acquired = slices.Clone(r.Result), false
+	t.s.once[r.Key] = &c
+	t.undo = append(t.undo, func() { t.s.once[r.Key] = old })
+	return nil
 }

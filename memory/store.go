@@ -8,8 +8,6 @@ package memory
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -866,12 +864,6 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 		return nil, fmt.Errorf("complete: %w", err)
 	}
 	return errs, nil
-}
-
-func newToken() string {
-	b := make([]byte, 16)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // Ping implements app.Store.

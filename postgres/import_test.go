@@ -104,14 +104,14 @@ func fillSQLite(t *testing.T, path string) (maxID int64) {
 		Job: app.NewJob{Queue: "cron", Kind: "report", MaxAttempts: 1, Timeout: time.Second}, SkipIfPending: true}); err != nil {
 		t.Fatal(err)
 	}
-	r, err := s.OnceAcquire(ctx, "charge-1", time.Minute)
+	r, err := app.OnceAcquire(ctx, s, "charge-1", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.OnceDone(ctx, "charge-1", r.Token, json.RawMessage(`{"charge":"ch_1"}`)); err != nil {
+	if _, err := app.OnceDone(ctx, s, "charge-1", r.Token, json.RawMessage(`{"charge":"ch_1"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.OnceAcquire(ctx, "charge-2", time.Hour); err != nil {
+	if _, err := app.OnceAcquire(ctx, s, "charge-2", time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	// The highest id goes away (retention): the copy must never hand it out again.
@@ -221,10 +221,10 @@ func TestImportFromSQLiteKeepsEveryRow(t *testing.T) {
 		}
 	}
 	// Once records: done keeps its result, a live hold stays held.
-	if r, err := dst.OnceAcquire(ctx, "charge-1", time.Minute); err != nil || r.Acquired || !r.Done || !app.JSONEqual(r.Result, json.RawMessage(`{"charge":"ch_1"}`)) {
+	if r, err := app.OnceAcquire(ctx, dst, "charge-1", time.Minute); err != nil || r.Acquired || !r.Done || !app.JSONEqual(r.Result, json.RawMessage(`{"charge":"ch_1"}`)) {
 		t.Errorf("once charge-1 after the copy: %+v %v", r, err)
 	}
-	if _, err := dst.OnceAcquire(ctx, "charge-2", time.Minute); err == nil || !errors.Is(err, app.ErrOnceHeld) {
+	if _, err := app.OnceAcquire(ctx, dst, "charge-2", time.Minute); err == nil || !errors.Is(err, app.ErrOnceHeld) {
 		t.Errorf("once charge-2 after the copy: %v, want ErrOnceHeld", err)
 	}
 	var fires int

@@ -2,10 +2,7 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -290,12 +287,6 @@ func (s *Store) ListAudit(ctx context.Context, f app.AuditFilter) ([]app.AuditEn
 	return out, nil
 }
 
-func newToken() string {
-	b := make([]byte, 16)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 const onceCols = `key, token, done, result::text, held_until, created_at, done_at`
 
 func scanOnce(row pgx.Row) (*app.OnceRecord, error) {
@@ -312,64 +303,23 @@ func scanOnce(row pgx.Row) (*app.OnceRecord, error) {
 	return &r, nil
 }
 
-// OnceAcquire implements app.Store. The upsert takes the record only if it
-// is free (not done, its hold lapsed): two runs racing for it, on any
-// nodes, cannot both get it.
-func (s *Store) OnceAcquire(ctx context.Context, key string, holdFor time.Duration) (*app.OnceRecord, error) {
-	var rec *app.OnceRecord
-	err := s.write(ctx, func(w *wtx) error {
-		r, err := scanOnce(w.queryRow(`INSERT INTO once_records (key, token, done, held_until, created_at) VALUES ($1, $2, false, $3, $4)
-			ON CONFLICT (key) DO UPDATE SET token = excluded.token, held_until = excluded.held_until
-				WHERE NOT once_records.done AND (once_records.held_until IS NULL OR once_records.held_until <= $4)
-			RETURNING `+onceCols, key, newToken(), ms(w.now.Add(holdFor)), w.now))
-		if err == nil {
-			r.Acquired = true
-			rec = r
-			return nil
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return err
-		}
-		if r, err = scanOnce(w.queryRow(`SELECT `+onceCols+` FROM once_records WHERE key = $1`, key)); err != nil {
-			return err
-		}
-		if !r.Done {
-			return fmt.Errorf("once %q: %w", key, app.ErrOnceHeld)
-		}
-		r.Token = ""
-		rec = r
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("acquire once %q: %w", key, mapErr(err))
+// Once implements app.Tx: the insert of a missing record waits for a
+// racing one to commit, and the row lock holds the record to the commit.
+func (w *wtx) Once(key string) (*app.OnceRecord, error) {
+	if _, err := w.exec(`INSERT INTO once_records (key, done, created_at) VALUES ($1, false, $2) ON CONFLICT (key) DO NOTHING`, key, w.now); err != nil {
+		return nil, err
 	}
-	return rec, nil
+	return scanOnce(w.queryRow(`SELECT `+onceCols+` FROM once_records WHERE key = $1 FOR UPDATE`, key))
 }
 
-// OnceDone implements app.Store.
-func (s *Store) OnceDone(ctx context.Context, key, token string, result json.RawMessage) (*app.OnceRecord, error) {
-	var rec *app.OnceRecord
-	err := s.write(ctx, func(w *wtx) error {
-		r, err := scanOnce(w.queryRow(`SELECT `+onceCols+` FROM once_records WHERE key = $1 FOR UPDATE`, key))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("once %q: %w", key, app.ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		if r.Token != token {
-			return fmt.Errorf("once %q is held by another run: %w", key, app.ErrLeaseLost)
-		}
-		if r.Done {
-			rec = r
-			return nil
-		}
-		rec, err = scanOnce(w.queryRow(`UPDATE once_records SET done = true, result = $1, done_at = $2, held_until = NULL
-			WHERE key = $3 RETURNING `+onceCols, rawOrNull(result), w.now, key))
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("finish once %q: %w", key, mapErr(err))
+// SaveOnce implements app.Tx.
+func (w *wtx) SaveOnce(r *app.OnceRecord) error {
+	var result *string
+	if r.Result != nil {
+		v := string(r.Result)
+		result = &v
 	}
-	return rec, nil
+	_, err := w.exec(`UPDATE once_records SET token = $1, done = $2, result = $3, held_until = $4, done_at = $5 WHERE key = $6`,
+		nullString(r.Token), r.Done, result, r.HeldUntil, r.DoneAt, r.Key)
+	return err
 }

@@ -2,11 +2,8 @@ package sqlite
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -380,12 +377,6 @@ func (s *Store) ListAudit(ctx context.Context, f app.AuditFilter) ([]app.AuditEn
 	return out, mapErr(rows.Err())
 }
 
-func newToken() string {
-	b := make([]byte, 16)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 const onceCols = `key, token, done, result, held_until, created_at, done_at`
 
 func scanOnce(sc scanner) (*app.OnceRecord, error) {
@@ -405,59 +396,17 @@ func scanOnce(sc scanner) (*app.OnceRecord, error) {
 	return &r, nil
 }
 
-// OnceAcquire implements app.Store.
-func (s *Store) OnceAcquire(ctx context.Context, key string, holdFor time.Duration) (*app.OnceRecord, error) {
-	var rec *app.OnceRecord
-	err := s.write(ctx, func(w *wtx) error {
-		r, err := scanOnce(w.queryRow(`SELECT `+onceCols+` FROM once_records WHERE key = ?`, key))
-		switch {
-		case err == nil && r.Done:
-			r.Token = ""
-			rec = r
-			return nil
-		case err == nil && r.HeldUntil != nil && r.HeldUntil.After(w.now):
-			return fmt.Errorf("once %q: %w", key, app.ErrOnceHeld)
-		case err != nil && !errors.Is(err, sql.ErrNoRows):
-			return err
-		}
-		rec, err = scanOnce(w.queryRow(`INSERT INTO once_records (key, token, done, held_until, created_at) VALUES (?, ?, 0, ?, ?)
-			ON CONFLICT (key) DO UPDATE SET token = excluded.token, held_until = excluded.held_until
-			RETURNING `+onceCols, key, newToken(), ms(w.now.Add(holdFor)), ms(w.now)))
-		if err == nil {
-			rec.Acquired = true
-		}
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("acquire once %q: %w", key, mapErr(err))
+// Once implements app.Tx.
+func (w *wtx) Once(key string) (*app.OnceRecord, error) {
+	if _, err := w.exec(`INSERT INTO once_records (key, done, created_at) VALUES (?, 0, ?) ON CONFLICT (key) DO NOTHING`, key, ms(w.now)); err != nil {
+		return nil, err
 	}
-	return rec, nil
+	return scanOnce(w.queryRow(`SELECT `+onceCols+` FROM once_records WHERE key = ?`, key))
 }
 
-// OnceDone implements app.Store.
-func (s *Store) OnceDone(ctx context.Context, key, token string, result json.RawMessage) (*app.OnceRecord, error) {
-	var rec *app.OnceRecord
-	err := s.write(ctx, func(w *wtx) error {
-		r, err := scanOnce(w.queryRow(`SELECT `+onceCols+` FROM once_records WHERE key = ?`, key))
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("once %q: %w", key, app.ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		if r.Token != token {
-			return fmt.Errorf("once %q is held by another run: %w", key, app.ErrLeaseLost)
-		}
-		if r.Done {
-			rec = r
-			return nil
-		}
-		rec, err = scanOnce(w.queryRow(`UPDATE once_records SET done = 1, result = ?, done_at = ?, held_until = NULL
-			WHERE key = ? RETURNING `+onceCols, rawOrNull(result), ms(w.now), key))
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("finish once %q: %w", key, mapErr(err))
-	}
-	return rec, nil
+// SaveOnce implements app.Tx.
+func (w *wtx) SaveOnce(r *app.OnceRecord) error {
+	_, err := w.exec(`UPDATE once_records SET token = ?, done = ?, result = ?, held_until = ?, done_at = ? WHERE key = ?`,
+		nullString(r.Token), boolInt(r.Done), nullRaw(r.Result), nullMS(r.HeldUntil), nullMS(r.DoneAt), r.Key)
+	return err
 }

@@ -190,6 +190,14 @@ func nullInt(p *int64) any {
 	return *p
 }
 
+// nullRaw is r as text, or NULL if r is nil.
+func nullRaw(r json.RawMessage) any {
+	if r == nil {
+		return nil
+	}
+	return string(r)
+}
+
 func rawOrNull(r json.RawMessage) string {
 	if len(r) == 0 {
 		return "null"

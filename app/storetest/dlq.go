@@ -463,31 +463,64 @@ func testPeriodicSkipIfPending(e *env) {
 }
 
 func testOnceRecordRunsOnce(e *env) {
-	r, err := e.s.OnceAcquire(e.ctx, "charge-42", time.Minute)
+	r, err := app.OnceAcquire(e.ctx, e.s, "charge-42", time.Minute)
 	if err != nil || !r.Acquired || r.Token == "" {
 		e.t.Fatalf("first acquire: %+v %v", r, err)
 	}
-	if _, err := e.s.OnceAcquire(e.ctx, "charge-42", time.Minute); !errors.Is(err, app.ErrOnceHeld) {
+	if _, err := app.OnceAcquire(e.ctx, e.s, "charge-42", time.Minute); !errors.Is(err, app.ErrOnceHeld) {
 		e.t.Fatalf("second acquire while held: %v, want ErrOnceHeld", err)
 	}
 	e.clock.Advance(2 * time.Minute) // the claim lapsed: another run may take it
-	r2, err := e.s.OnceAcquire(e.ctx, "charge-42", time.Minute)
+	r2, err := app.OnceAcquire(e.ctx, e.s, "charge-42", time.Minute)
 	if err != nil || !r2.Acquired || r2.Token == r.Token {
 		e.t.Fatalf("acquire after lapse: %+v %v", r2, err)
 	}
-	if _, err := e.s.OnceDone(e.ctx, "charge-42", r.Token, []byte(`1`)); !errors.Is(err, app.ErrLeaseLost) {
+	if _, err := app.OnceDone(e.ctx, e.s, "charge-42", r.Token, []byte(`1`)); !errors.Is(err, app.ErrLeaseLost) {
 		e.t.Fatalf("done with the lapsed token: %v, want ErrLeaseLost", err)
 	}
-	d, err := e.s.OnceDone(e.ctx, "charge-42", r2.Token, []byte(`{"charge":"ch_1"}`))
+	d, err := app.OnceDone(e.ctx, e.s, "charge-42", r2.Token, []byte(`{"charge":"ch_1"}`))
 	if err != nil || !d.Done {
 		e.t.Fatalf("done: %+v %v", d, err)
 	}
-	r3, err := e.s.OnceAcquire(e.ctx, "charge-42", time.Minute)
+	r3, err := app.OnceAcquire(e.ctx, e.s, "charge-42", time.Minute)
 	if err != nil || r3.Acquired || !r3.Done || !app.JSONEqual(r3.Result, []byte(`{"charge":"ch_1"}`)) {
 		e.t.Fatalf("acquire after done: %+v %v", r3, err)
 	}
-	if _, err := e.s.OnceDone(e.ctx, "nope", "t", nil); !errors.Is(err, app.ErrNotFound) {
-		e.t.Fatalf("done of an unknown key: %v", err)
+	for _, token := range []string{"t", ""} {
+		if _, err := app.OnceDone(e.ctx, e.s, "nope", token, nil); !errors.Is(err, app.ErrNotFound) {
+			e.t.Fatalf("done of an unknown key with token %q: %v", token, err)
+		}
+	}
+	// Runs racing for a new key take it once (on PostgreSQL the racers meet
+	// at the row the first insert makes), and so do runs racing for a
+	// lapsed one (they meet at its row lock).
+	raceOnce(e, "race")
+	e.clock.Advance(2 * time.Minute)
+	raceOnce(e, "race")
+}
+
+// raceOnce has 10 runs acquire key at once and checks that one took it.
+func raceOnce(e *env, key string) {
+	var wg sync.WaitGroup
+	var took, held atomic.Int32
+	for range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := app.OnceAcquire(e.ctx, e.s, key, time.Minute)
+			switch {
+			case err == nil && r.Acquired:
+				took.Add(1)
+			case errors.Is(err, app.ErrOnceHeld):
+				held.Add(1)
+			default:
+				e.t.Errorf("racing acquire: %+v %v", r, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if took.Load() != 1 || held.Load() != 9 {
+		e.t.Fatalf("10 racing acquires of %s: %d took the record, %d found it held; want 1 and 9", key, took.Load(), held.Load())
 	}
 }
 
