@@ -10,49 +10,6 @@ import (
 	"github.com/queuehq/queue/app"
 )
 
-func matchDead(d *app.DeadJob, f *app.DeadFilter) bool {
-	if len(f.IDs) > 0 && !slices.Contains(f.IDs, d.ID) {
-		return false
-	}
-	if (f.Queue != "" && d.Queue != f.Queue) || (f.Kind != "" && d.Kind != f.Kind) ||
-		(f.Tag != "" && !hasTag(d.Tags, f.Tag)) || (f.Reason != "" && d.Reason != f.Reason) {
-		return false
-	}
-	if !f.OlderThan.IsZero() && !d.MovedAt.Before(f.OlderThan) {
-		return false
-	}
-	if f.MaxID > 0 && d.ID > f.MaxID {
-		return false
-	}
-	if f.AfterID > 0 && ((f.Asc && d.ID <= f.AfterID) || (!f.Asc && d.ID >= f.AfterID)) {
-		return false
-	}
-	return true
-}
-
-func (s *Store) selectDead(f app.DeadFilter, def int) []*app.DeadJob {
-	var out []*app.DeadJob
-	for _, d := range s.dead {
-		if matchDead(d, &f) {
-			out = append(out, d)
-		}
-	}
-	sort.Slice(out, func(a, b int) bool {
-		if f.Asc {
-			return out[a].ID < out[b].ID
-		}
-		return out[a].ID > out[b].ID
-	})
-	n := f.Limit
-	if n <= 0 {
-		n = def
-	}
-	if len(out) > n {
-		out = out[:n]
-	}
-	return out
-}
-
 // ListDead implements app.Store.
 func (s *Store) ListDead(ctx context.Context, f app.DeadFilter) ([]*app.DeadJob, error) {
 	s.mu.Lock()
@@ -68,14 +25,8 @@ func (s *Store) ListDead(ctx context.Context, f app.DeadFilter) ([]*app.DeadJob,
 func (s *Store) CountDead(ctx context.Context, f app.DeadFilter) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f.AfterID = 0
-	n := 0
-	for _, d := range s.dead {
-		if matchDead(d, &f) {
-			n++
-		}
-	}
-	return n, nil
+	f.AfterID, f.Limit = 0, len(s.dead)+1
+	return len(s.selectDead(f, 0)), nil
 }
 
 // Queues implements app.Store.

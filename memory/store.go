@@ -609,66 +609,6 @@ func (s *Store) Lookup(ctx context.Context, id int64) (*app.Job, *app.DeadJob, e
 	return job, dead, nil
 }
 
-func hasTag(tags []string, tag string) bool { return slices.Contains(tags, tag) }
-
-func matchJob(j *app.Job, f *app.JobFilter, now time.Time) bool {
-	if len(f.IDs) > 0 && !slices.Contains(f.IDs, j.ID) {
-		return false
-	}
-	if (f.Queue != "" && j.Queue != f.Queue) || (f.Kind != "" && j.Kind != f.Kind) || (f.Tag != "" && !hasTag(j.Tags, f.Tag)) {
-		return false
-	}
-	switch f.Status {
-	case "":
-	case "queued":
-		if j.Status != app.StatusQueued || j.RunAt.After(now) {
-			return false
-		}
-	case "scheduled":
-		if j.Status != app.StatusQueued || !j.RunAt.After(now) {
-			return false
-		}
-	default:
-		if string(j.Status) != f.Status {
-			return false
-		}
-	}
-	if len(f.StatusIn) > 0 && !slices.Contains(f.StatusIn, j.Status) {
-		return false
-	}
-	if f.MaxID > 0 && j.ID > f.MaxID {
-		return false
-	}
-	if f.AfterID > 0 && ((f.Asc && j.ID <= f.AfterID) || (!f.Asc && j.ID >= f.AfterID)) {
-		return false
-	}
-	return true
-}
-
-// selectJobs returns the stored jobs (not copies) matching f, in id order.
-func (s *Store) selectJobs(f app.JobFilter, now time.Time, def int) []*app.Job {
-	var out []*app.Job
-	for _, j := range s.jobs {
-		if matchJob(j, &f, now) {
-			out = append(out, j)
-		}
-	}
-	sort.Slice(out, func(a, b int) bool {
-		if f.Asc {
-			return out[a].ID < out[b].ID
-		}
-		return out[a].ID > out[b].ID
-	})
-	n := f.Limit
-	if n <= 0 {
-		n = def
-	}
-	if len(out) > n {
-		out = out[:n]
-	}
-	return out
-}
-
 // List implements app.Store.
 func (s *Store) List(ctx context.Context, f app.JobFilter) ([]*app.Job, error) {
 	s.mu.Lock()
@@ -684,15 +624,8 @@ func (s *Store) List(ctx context.Context, f app.JobFilter) ([]*app.Job, error) {
 func (s *Store) CountJobs(ctx context.Context, f app.JobFilter) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f.AfterID, f.Limit = 0, 0
-	now := s.clock.Now()
-	n := 0
-	for _, j := range s.jobs {
-		if matchJob(j, &f, now) {
-			n++
-		}
-	}
-	return n, nil
+	f.AfterID, f.Limit = 0, len(s.jobs)+1
+	return len(s.selectJobs(f, s.clock.Now(), 0)), nil
 }
 
 // JobEvents implements app.Store.

@@ -179,78 +179,27 @@ func rawOrNull(r json.RawMessage) string {
 	return string(r)
 }
 
-// jobWhere turns f into SQL conditions on jobs; values travel as arguments, never as text.
-func jobWhere(f app.JobFilter, now time.Time) *where {
-	w := &where{}
-	if len(f.IDs) > 0 {
-		w.cond("id = ANY(" + w.add(f.IDs) + ")")
-	}
-	if f.Queue != "" {
-		w.cond("queue = " + w.add(f.Queue))
-	}
-	if f.Kind != "" {
-		w.cond("kind = " + w.add(f.Kind))
-	}
-	if f.Tag != "" {
-		w.cond(w.add(f.Tag) + " = ANY(tags)")
-	}
-	switch f.Status {
-	case "":
-	case "queued":
-		w.cond("status = 'queued' AND run_at <= " + w.add(now))
-	case "scheduled":
-		w.cond("status = 'queued' AND run_at > " + w.add(now))
-	default:
-		w.cond("status = " + w.add(f.Status))
-	}
-	if len(f.StatusIn) > 0 {
-		st := make([]string, len(f.StatusIn))
-		for i, s := range f.StatusIn {
-			st[i] = string(s)
-		}
-		w.cond("status = ANY(" + w.add(st) + ")")
-	}
-	if f.MaxID > 0 {
-		w.cond("id <= " + w.add(f.MaxID))
-	}
-	if f.AfterID > 0 {
-		if f.Asc {
-			w.cond("id > " + w.add(f.AfterID))
-		} else {
-			w.cond("id < " + w.add(f.AfterID))
-		}
-	}
-	return w
-}
+// jobWhere is f as SQL conditions on jobs.
+func jobWhere(f app.JobFilter, now time.Time) *where { return conds(f.Conds(now)) }
 
-func deadWhere(f app.DeadFilter) *where {
+// deadWhere is f as SQL conditions on dead-letter rows.
+func deadWhere(f app.DeadFilter) *where { return conds(f.Conds()) }
+
+// conds renders the conditions cs: values travel as arguments, never as text.
+func conds(cs []app.Cond) *where {
 	w := &where{}
-	if len(f.IDs) > 0 {
-		w.cond("id = ANY(" + w.add(f.IDs) + ")")
-	}
-	if f.Queue != "" {
-		w.cond("queue = " + w.add(f.Queue))
-	}
-	if f.Kind != "" {
-		w.cond("kind = " + w.add(f.Kind))
-	}
-	if f.Tag != "" {
-		w.cond(w.add(f.Tag) + " = ANY(tags)")
-	}
-	if f.Reason != "" {
-		w.cond("dead_letter_reason = " + w.add(f.Reason))
-	}
-	if !f.OlderThan.IsZero() {
-		w.cond("moved_to_dead_letter_at < " + w.add(ms(f.OlderThan)))
-	}
-	if f.MaxID > 0 {
-		w.cond("id <= " + w.add(f.MaxID))
-	}
-	if f.AfterID > 0 {
-		if f.Asc {
-			w.cond("id > " + w.add(f.AfterID))
-		} else {
-			w.cond("id < " + w.add(f.AfterID))
+	for _, c := range cs {
+		v := c.Value
+		if t, ok := v.(time.Time); ok {
+			v = ms(t)
+		}
+		switch c.Op {
+		case app.OpIn:
+			w.cond(c.Field + " = ANY(" + w.add(v) + ")")
+		case app.OpHas:
+			w.cond(w.add(v) + " = ANY(" + c.Field + ")")
+		default:
+			w.cond(c.Field + " " + string(c.Op) + " " + w.add(v))
 		}
 	}
 	return w

@@ -216,16 +216,6 @@ func (w *where) add(cond string, args ...any) {
 	w.args = append(w.args, args...)
 }
 
-func (w *where) in(col string, ids []int64) {
-	if len(ids) == 0 {
-		return
-	}
-	w.conds = append(w.conds, col+" IN ("+strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")+")")
-	for _, id := range ids {
-		w.args = append(w.args, id)
-	}
-}
-
 func (w *where) String() string {
 	if len(w.conds) == 0 {
 		return ""
@@ -233,75 +223,39 @@ func (w *where) String() string {
 	return " WHERE " + strings.Join(w.conds, " AND ")
 }
 
-// jobWhere turns f into SQL conditions on jobs; values travel as arguments, never as text.
-func jobWhere(f app.JobFilter, now time.Time) *where {
-	w := &where{}
-	w.in("id", f.IDs)
-	if f.Queue != "" {
-		w.add("queue = ?", f.Queue)
-	}
-	if f.Kind != "" {
-		w.add("kind = ?", f.Kind)
-	}
-	if f.Tag != "" {
-		w.add("EXISTS (SELECT 1 FROM json_each(jobs.tags) WHERE json_each.value = ?)", f.Tag)
-	}
-	switch f.Status {
-	case "":
-	case "queued":
-		w.add("status = 'queued' AND run_at <= ?", ms(now))
-	case "scheduled":
-		w.add("status = 'queued' AND run_at > ?", ms(now))
-	default:
-		w.add("status = ?", f.Status)
-	}
-	if len(f.StatusIn) > 0 {
-		ph := strings.TrimSuffix(strings.Repeat("?,", len(f.StatusIn)), ",")
-		args := make([]any, len(f.StatusIn))
-		for i, s := range f.StatusIn {
-			args[i] = string(s)
-		}
-		w.add("status IN ("+ph+")", args...)
-	}
-	if f.MaxID > 0 {
-		w.add("id <= ?", f.MaxID)
-	}
-	if f.AfterID > 0 {
-		if f.Asc {
-			w.add("id > ?", f.AfterID)
-		} else {
-			w.add("id < ?", f.AfterID)
-		}
-	}
-	return w
-}
+// jobWhere is f as SQL conditions on jobs.
+func jobWhere(f app.JobFilter, now time.Time) *where { return conds("jobs", f.Conds(now)) }
 
-func deadWhere(f app.DeadFilter) *where {
+// deadWhere is f as SQL conditions on dead-letter rows.
+func deadWhere(f app.DeadFilter) *where { return conds("dead_letter_jobs", f.Conds()) }
+
+// conds renders the conditions cs on table: values travel as arguments,
+// never as text, and times as the stored milliseconds.
+func conds(table string, cs []app.Cond) *where {
 	w := &where{}
-	w.in("id", f.IDs)
-	if f.Queue != "" {
-		w.add("queue = ?", f.Queue)
-	}
-	if f.Kind != "" {
-		w.add("kind = ?", f.Kind)
-	}
-	if f.Tag != "" {
-		w.add("EXISTS (SELECT 1 FROM json_each(dead_letter_jobs.tags) WHERE json_each.value = ?)", f.Tag)
-	}
-	if f.Reason != "" {
-		w.add("dead_letter_reason = ?", f.Reason)
-	}
-	if !f.OlderThan.IsZero() {
-		w.add("moved_to_dead_letter_at < ?", ms(f.OlderThan))
-	}
-	if f.MaxID > 0 {
-		w.add("id <= ?", f.MaxID)
-	}
-	if f.AfterID > 0 {
-		if f.Asc {
-			w.add("id > ?", f.AfterID)
-		} else {
-			w.add("id < ?", f.AfterID)
+	for _, c := range cs {
+		switch c.Op {
+		case app.OpIn:
+			var args []any
+			switch in := c.Value.(type) {
+			case []int64:
+				for _, v := range in {
+					args = append(args, v)
+				}
+			case []string:
+				for _, v := range in {
+					args = append(args, v)
+				}
+			}
+			w.add(c.Field+" IN ("+strings.TrimSuffix(strings.Repeat("?,", len(args)), ",")+")", args...)
+		case app.OpHas:
+			w.add("EXISTS (SELECT 1 FROM json_each("+table+"."+c.Field+") WHERE json_each.value = ?)", c.Value)
+		default:
+			v := c.Value
+			if t, ok := v.(time.Time); ok {
+				v = ms(t)
+			}
+			w.add(c.Field+" "+string(c.Op)+" ?", v)
 		}
 	}
 	return w

@@ -1,0 +1,145 @@
+package app
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// Cond is one condition of a filter, the form in which a filter's meaning
+// is written once: the SQL stores render it as SQL, the memory store
+// evaluates it with Match. Field names a column of jobs or
+// dead_letter_jobs; Value is an int64, a string or a time.Time (a []int64 or
+// []string for OpIn, a string for OpHas).
+type Cond struct {
+	Field string
+	Op    Op
+	Value any
+}
+
+// Op compares a field with a Cond's value.
+type Op string
+
+// The operators of a Cond.
+const (
+	OpEq  Op = "="
+	OpLt  Op = "<"
+	OpLe  Op = "<="
+	OpGt  Op = ">"
+	OpIn  Op = "in"  // the field equals one of the values
+	OpHas Op = "has" // the field (a list: tags) holds the value
+)
+
+// Conds is f as conditions on jobs at time now (what "queued" and
+// "scheduled" mean depends on it). Limit and order are not conditions.
+func (f JobFilter) Conds(now time.Time) []Cond {
+	c := common(f.IDs, f.Queue, f.Kind, f.Tag, f.MaxID, f.AfterID, f.Asc)
+	switch f.Status {
+	case "":
+	case "queued":
+		c = append(c, Cond{"status", OpEq, string(StatusQueued)}, Cond{"run_at", OpLe, now})
+	case "scheduled":
+		c = append(c, Cond{"status", OpEq, string(StatusQueued)}, Cond{"run_at", OpGt, now})
+	default:
+		c = append(c, Cond{"status", OpEq, f.Status})
+	}
+	if len(f.StatusIn) > 0 {
+		in := make([]string, len(f.StatusIn))
+		for i, s := range f.StatusIn {
+			in[i] = string(s)
+		}
+		c = append(c, Cond{"status", OpIn, in})
+	}
+	return c
+}
+
+// Conds is f as conditions on dead-letter rows.
+func (f DeadFilter) Conds() []Cond {
+	c := common(f.IDs, f.Queue, f.Kind, f.Tag, f.MaxID, f.AfterID, f.Asc)
+	if f.Reason != "" {
+		c = append(c, Cond{"dead_letter_reason", OpEq, f.Reason})
+	}
+	if !f.OlderThan.IsZero() {
+		c = append(c, Cond{"moved_to_dead_letter_at", OpLt, f.OlderThan})
+	}
+	return c
+}
+
+// common is the conditions both filters share; a listing continues after
+// AfterID in its order.
+func common(ids []int64, queue, kind, tag string, maxID, afterID int64, asc bool) []Cond {
+	var c []Cond
+	if len(ids) > 0 {
+		c = append(c, Cond{"id", OpIn, ids})
+	}
+	for _, eq := range [][2]string{{"queue", queue}, {"kind", kind}} {
+		if eq[1] != "" {
+			c = append(c, Cond{eq[0], OpEq, eq[1]})
+		}
+	}
+	if tag != "" {
+		c = append(c, Cond{"tags", OpHas, tag})
+	}
+	if maxID > 0 {
+		c = append(c, Cond{"id", OpLe, maxID})
+	}
+	if afterID > 0 {
+		op := OpLt
+		if asc {
+			op = OpGt
+		}
+		c = append(c, Cond{"id", op, afterID})
+	}
+	return c
+}
+
+// Match reports whether a record meets every condition; field gives the
+// value of a named field (an int64, string, time.Time or []string).
+func Match(conds []Cond, field func(name string) any) bool {
+	for _, c := range conds {
+		if !c.holds(field(c.Field)) {
+			return false
+		}
+	}
+	return true
+}
+
+func (c Cond) holds(v any) bool {
+	switch c.Op {
+	case OpIn:
+		switch in := c.Value.(type) {
+		case []int64:
+			return slices.Contains(in, v.(int64))
+		case []string:
+			return slices.Contains(in, v.(string))
+		}
+		return false
+	case OpHas:
+		return slices.Contains(v.([]string), c.Value.(string))
+	}
+	cmp := compare(v, c.Value)
+	switch c.Op {
+	case OpEq:
+		return cmp == 0
+	case OpLt:
+		return cmp < 0
+	case OpLe:
+		return cmp <= 0
+	case OpGt:
+		return cmp > 0
+	}
+	return false
+}
+
+// compare orders two values of one of the types a Cond compares.
+func compare(a, b any) int {
+	switch a := a.(type) {
+	case int64:
+		return cmp.Compare(a, b.(int64))
+	case string:
+		return cmp.Compare(a, b.(string))
+	case time.Time:
+		return a.Compare(b.(time.Time))
+	}
+	panic("app: a condition on a field of no comparable type")
+}
