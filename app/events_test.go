@@ -156,7 +156,7 @@ func (s *wakeStore) Unwake(q string, c <-chan struct{}) { s.n.Leave(q, c) }
 func TestClaimsLeaveNoWakeEntries(t *testing.T) {
 	st := &wakeStore{n: NewNotifier()}
 	cfg := DefaultConfig()
-	cfg.Server.MaxWaiters = 8
+	cfg.MaxWaiters = 8
 	svc := NewService(st, cfg, nil, nil, zerolog.Nop())
 	wait := Duration(time.Millisecond)
 	long := Duration(time.Minute)

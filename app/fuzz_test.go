@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/queuehq/queue/app"
 )
@@ -78,37 +77,6 @@ func FuzzParseDuration(f *testing.F) {
 		b, _ := json.Marshal(s)
 		if err := ad.UnmarshalJSON(b); err == nil && ad.D() != d {
 			t.Fatalf("JSON and text parse differ for %q: %v vs %v", s, ad.D(), d)
-		}
-	})
-}
-
-func FuzzParseConfig(f *testing.F) {
-	for _, s := range []string{
-		"[queues.mail]\nmax_attempts = 3\n",
-		"[[periodic]]\nkind = \"k\"\ncron = \"@every 1s\"\npayload = { a = 1 }\n",
-		"[server]\naddr = \"127.0.0.1:1\"\n[[tokens]]\nname = \"a\"\ntoken = \"0123456789abcdef\"\n",
-		"[[workers]]\ncommand = [\"true\"]\n",
-		"[queues.\"a.b\"]\nrate = 1.5\n", "= 1", "[a\n",
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		cfg, err := app.ParseConfig("fuzz.toml", b, parse)
-		if err != nil {
-			var ce *app.ConfigError
-			if !errors.As(err, &ce) || !utf8.ValidString(err.Error()) {
-				t.Fatalf("error is not a ConfigError: %T %v", err, err)
-			}
-			return
-		}
-		for name := range cfg.Queues {
-			if app.ValidateQueue(name) != nil {
-				t.Fatalf("accepted queue name %q", name)
-			}
-			q := cfg.Queue(name)
-			if q.MaxAttempts < 1 || q.MaxAttempts > 1000 || q.Timeout <= 0 || q.Concurrency < 0 || q.Rate < 0 {
-				t.Fatalf("accepted policy %+v", q)
-			}
 		}
 	})
 }

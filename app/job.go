@@ -143,6 +143,20 @@ func (d Duration) MarshalJSON() ([]byte, error) {
 	return json.Marshal(time.Duration(d).String())
 }
 
+// MarshalText writes d as a duration string (the config file's form).
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText reads a duration as ParseDuration does ("30s", "7d"): the
+// config file's form.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
 // UnmarshalJSON reads "1m30s", "90s" or a number of seconds (90, 1.5).
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)

@@ -108,7 +108,7 @@ func (m *Maintainer) Sweep(ctx context.Context) (SweepResult, error) {
 	}
 	pass(DeleteOldRequest{What: OldFinished, Except: ownRet, Before: now.Add(-def.Retention.D())}, &res.Finished)
 	pass(DeleteOldRequest{What: OldDead, Except: ownDLQ, Before: now.Add(-def.DLQRetention.D())}, &res.Dead)
-	evRet, auRet := s.Config.Maintenance.EventRetention.D(), s.Config.Maintenance.AuditRetention.D()
+	evRet, auRet := s.Config.EventRetention.D(), s.Config.AuditRetention.D()
 	if evRet <= 0 {
 		evRet = DefaultEventRetention
 	}

@@ -20,7 +20,7 @@ func cappedService(t *testing.T, max int) *app.Service {
 	store := memory.New(app.StoreOptions{Bus: bus})
 	t.Cleanup(func() { store.Close() })
 	cfg := app.DefaultConfig()
-	cfg.Server.MaxWaiters = max
+	cfg.MaxWaiters = max
 	return app.NewService(store, cfg, nil, bus, zerolog.Nop())
 }
 
@@ -34,7 +34,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// Beyond Config.Server.MaxWaiters, a claim or get that would wait is refused
+// Beyond Config.MaxWaiters, a claim or get that would wait is refused
 // with ErrTooManyWaiters (an ErrUnavailable); what needs no wait still
 // answers; the places come back as waits end.
 func TestLongPollsAreCapped(t *testing.T) {

@@ -150,7 +150,7 @@ func configCommand() *cli.Command {
 				if path == "" || c.NArg() > 1 {
 					return usagef("give one config file: `queue config check queue.toml`")
 				}
-				cfg, err := app.LoadConfig(path, ParseSchedule)
+				cfg, err := loadConfig(path)
 				if err != nil {
 					return err
 				}
@@ -161,7 +161,7 @@ func configCommand() *cli.Command {
 					fmt.Fprintf(w, "periodic %q (%s -> %s/%s, catch_up %s):\n", p.Name, p.Cron, p.Queue, p.Kind, p.CatchUp)
 					loc := time.UTC
 					if p.Timezone != "" {
-						loc, _ = time.LoadLocation(p.Timezone) // validated by LoadConfig
+						loc, _ = time.LoadLocation(p.Timezone) // validated by loadConfig
 					}
 					t := now
 					for i := 0; i < 5; i++ {

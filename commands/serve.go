@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/BurntSushi/toml"
 	"github.com/robfig/cron/v3"
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
@@ -66,11 +65,11 @@ func tuneGC() {
 
 // serveConfig is the config file with the flags laid over it: a flag set on
 // the command line or in the environment wins, then the file, then defaults.
-func serveConfig(c *cli.Context) (*app.Config, error) {
-	cfg := app.DefaultConfig()
+func serveConfig(c *cli.Context) (*config, error) {
+	cfg := defaultConfig()
 	if path := c.String("config"); path != "" {
 		var err error
-		if cfg, err = app.LoadConfig(path, ParseSchedule); err != nil {
+		if cfg, err = loadConfig(path); err != nil {
 			return nil, err
 		}
 	}
@@ -97,21 +96,21 @@ func serveConfig(c *cli.Context) (*app.Config, error) {
 		return nil, usagef("--token and --token-file (or QUEUE_TOKEN and QUEUE_TOKEN_FILE) both give the default token: keep one, --token-file keeps the secret out of the environment")
 	}
 	if t := c.String("token"); t != "" {
-		if len(t) < app.MinTokenLength {
+		if len(t) < minTokenLength {
 			return nil, usagef("--token is too short (at least 16 characters; try `openssl rand -hex 24`)")
 		}
-		cfg.Tokens = append(cfg.Tokens, app.TokenConfig{Name: "default", Token: t})
+		cfg.Tokens = append(cfg.Tokens, tokenConfig{Name: "default", Token: t})
 	}
 	if f := c.String("token-file"); f != "" {
 		path := os.ExpandEnv(f) // ${CREDENTIALS_DIRECTORY}/NAME, as token_file in the config
-		t, err := app.ReadTokenFile(path)
+		t, err := readTokenFile(path)
 		if err != nil {
 			return nil, usagef("--token-file: %v", err)
 		}
-		cfg.Tokens = append(cfg.Tokens, app.TokenConfig{Name: "default", Token: t, TokenFile: path})
+		cfg.Tokens = append(cfg.Tokens, tokenConfig{Name: "default", Token: t, TokenFile: path})
 	}
 	for _, h := range c.StringSlice("allowed-hosts") { // split at commas and trimmed by cli
-		if err := app.ValidateAllowedHost(h); err != nil {
+		if err := ui.ValidateAllowedHost(h); err != nil {
 			return nil, usagef("--allowed-hosts: %v", err)
 		}
 		cfg.Server.AllowedHosts = append(cfg.Server.AllowedHosts, h)
@@ -130,42 +129,6 @@ func serveConfig(c *cli.Context) (*app.Config, error) {
 		return nil, usagef("--log-level %q: want debug, info, warn or error", cfg.Server.LogLevel)
 	}
 	return cfg, nil
-}
-
-// warnReadableTokens warns when the config file at path holds a token
-// inline (token = "...") and its mode lets group or others read it.
-func warnReadableTokens(log zerolog.Logger, path string) {
-	if path == "" {
-		return
-	}
-	st, err := os.Stat(path)
-	if err != nil || st.Mode().Perm()&0o044 == 0 {
-		return
-	}
-	var f struct {
-		Tokens []struct {
-			Token string `toml:"token"`
-		} `toml:"tokens"`
-	}
-	if _, err := toml.DecodeFile(path, &f); err != nil {
-		return // LoadConfig read it; nothing to add
-	}
-	for _, t := range f.Tokens {
-		if t.Token != "" {
-			log.Warn().Str("path", path).Str("mode", fmt.Sprintf("%#o", st.Mode().Perm())).
-				Str("fix", "chmod 600 "+path+", or move the tokens to token_file").
-				Msg("config file holding tokens is readable by others")
-			return
-		}
-	}
-}
-
-// ParseSchedule parses a robfig/cron spec (5 fields, or @every/@daily...) in loc.
-func ParseSchedule(spec string, loc *time.Location) (app.Schedule, error) {
-	if loc != nil && loc != time.UTC && !strings.HasPrefix(spec, "@every") && !strings.HasPrefix(spec, "CRON_TZ=") && !strings.HasPrefix(spec, "TZ=") {
-		spec = "CRON_TZ=" + loc.String() + " " + spec
-	}
-	return cron.ParseStandard(spec)
 }
 
 // newLogger writes console lines on a terminal and JSON otherwise.
@@ -299,7 +262,7 @@ func shutdown(log zerolog.Logger, svc *app.Service, srv *http.Server, stopWork f
 
 // openService opens the store of cfg and the Service over it, with the
 // metrics that observe both (the store's write timings included).
-func openService(ctx context.Context, cfg *app.Config, log zerolog.Logger) (app.Store, *app.Service, *ui.Metrics, error) {
+func openService(ctx context.Context, cfg *config, log zerolog.Logger) (app.Store, *app.Service, *ui.Metrics, error) {
 	bus := app.NewBus()
 	clock := app.SystemClock{}
 	var metrics *ui.Metrics
@@ -313,17 +276,17 @@ func openService(ctx context.Context, cfg *app.Config, log zerolog.Logger) (app.
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	svc := app.NewService(store, cfg, clock, bus, log.With().Str("component", "service").Logger())
-	metrics = NewMetricsFor(svc)
+	svc := app.NewService(store, cfg.serviceConfig(), clock, bus, log.With().Str("component", "service").Logger())
+	metrics = ui.NewMetrics(svc, cfg.metricLabels()...)
 	return store, svc, metrics, nil
 }
 
 // httpServer is the API and the pages on their timeouts: a client that
 // sends its headers slowly holds a goroutine for seconds, not forever.
-func httpServer(cfg *app.Config, svc *app.Service, sched *app.Scheduler, metrics *ui.Metrics, addr, version string, log zerolog.Logger) *http.Server {
+func httpServer(cfg *config, svc *app.Service, sched *app.Scheduler, metrics *ui.Metrics, addr, version string, log zerolog.Logger) *http.Server {
 	return &http.Server{
 		Handler: ui.New(ui.Options{
-			Service: svc, Log: log.With().Str("component", "http").Logger(), Tokens: cfg.Tokens,
+			Service: svc, Log: log.With().Str("component", "http").Logger(), Tokens: cfg.uiTokens(),
 			PublicHealth: cfg.Server.PublicHealth, PublicMetrics: cfg.Server.PublicMetrics,
 			MaxBodyBytes: cfg.Server.MaxBodyBytes, Metrics: metrics.Handler(), Scheduler: sched, Version: version,
 			ListenAddr: addr, AllowedHosts: cfg.Server.AllowedHosts,
@@ -339,7 +302,7 @@ func httpServer(cfg *app.Config, svc *app.Service, sched *app.Scheduler, metrics
 
 // lead is the work of the leading node until ctx ends: the maintenance
 // loop, periodic jobs, and retention passes on their cron schedule.
-func lead(ctx context.Context, cfg *app.Config, svc *app.Service, sched *app.Scheduler, log zerolog.Logger) {
+func lead(ctx context.Context, cfg *config, svc *app.Service, sched *app.Scheduler, log zerolog.Logger) {
 	maint := &app.Maintainer{Service: svc}
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -362,9 +325,6 @@ func lead(ctx context.Context, cfg *app.Config, svc *app.Service, sched *app.Sch
 	<-sweeps.Stop().Done()
 	wg.Wait()
 }
-
-// NewMetricsFor registers the metrics of svc.
-func NewMetricsFor(svc *app.Service) *ui.Metrics { return ui.NewMetrics(svc) }
 
 // redactDSN hides a password in a postgres:// address for the logs.
 func redactDSN(dsn string) string {

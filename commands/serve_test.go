@@ -10,15 +10,13 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
-
-	"github.com/queuehq/queue/app"
 )
 
 // parseServe runs serveConfig on `queue serve args...`.
-func parseServe(t *testing.T, args ...string) (*app.Config, error) {
+func parseServe(t *testing.T, args ...string) (*config, error) {
 	t.Helper()
 	cmd := serveCommand(Build{})
-	var cfg *app.Config
+	var cfg *config
 	var err error
 	cmd.Action = func(c *cli.Context) error { cfg, err = serveConfig(c); return nil }
 	a := &cli.App{Commands: []*cli.Command{cmd}, Writer: &bytes.Buffer{}, ErrWriter: &bytes.Buffer{}}

@@ -83,7 +83,7 @@ func work(c *cli.Context) error {
 		env[k] = v
 	}
 	for _, name := range c.StringSlice("pass-env") {
-		if err := app.ValidatePassEnv(name); err != nil {
+		if err := worker.ValidatePassEnv(name); err != nil {
 			return usagef("--pass-env %v", err)
 		}
 	}

@@ -22,7 +22,7 @@ type workerPool interface {
 // startWorkers starts the built-in command workers of the config: an
 // worker.Pool over the Service in this process for each [[workers]] entry.
 // They stop claiming when the Service stops and finish in stopWorkers.
-func startWorkers(ctx context.Context, svc *app.Service, cfg *app.Config, log zerolog.Logger) ([]workerPool, error) {
+func startWorkers(ctx context.Context, svc *app.Service, cfg *config, log zerolog.Logger) ([]workerPool, error) {
 	host, _ := os.Hostname()
 	var pools []workerPool
 	for i, w := range cfg.Workers {

@@ -25,7 +25,7 @@ type Options struct {
 	Service *app.Service
 	Log     zerolog.Logger
 	// Tokens, if any, are required on every /api/ route and page.
-	Tokens []app.TokenConfig
+	Tokens []Token
 	// PublicHealth and PublicMetrics leave /healthz, /readyz and /metrics open when tokens are set.
 	PublicHealth  bool
 	PublicMetrics bool
@@ -395,8 +395,8 @@ func (h *handler) cancel(c echo.Context) error {
 	if err := bind(c, &in, smallBody, true); err != nil {
 		return err
 	}
-	if p := who(c); in.Lease == nil && !p.allows(app.RoleAdmin) {
-		return forbidden(p, app.RoleAdmin) // a worker acknowledging with its lease needs only work
+	if p := who(c); in.Lease == nil && !p.allows(RoleAdmin) {
+		return forbidden(p, RoleAdmin) // a worker acknowledging with its lease needs only work
 	}
 	if err := h.checkJob(c, id); err != nil {
 		return err

@@ -17,6 +17,44 @@ import (
 
 const principalKey = "queue.principal"
 
+// Token is an API token the server accepts and what it may do. Package
+// commands reads them from [[tokens]] of the config file and --token.
+type Token struct {
+	Name   string // shown in the audit trail and the pages
+	Secret string // what a client sends as its bearer token
+	// Role is what the token may do; empty: admin.
+	Role Role
+	// Queues, if set, are the only queues the token may touch.
+	Queues []string
+}
+
+// Role is what a token may do. Each role includes the ones before it:
+// read < submit < work < admin.
+type Role string
+
+// The roles, weakest first.
+const (
+	RoleRead   Role = "read"   // list and show jobs, the DLQ, queues, stats, events
+	RoleSubmit Role = "submit" // and submit jobs
+	RoleWork   Role = "work"   // and claim, heartbeat, complete, fail, snooze, once
+	RoleAdmin  Role = "admin"  // and cancel, pause, resume, drain, every DLQ action
+)
+
+// roleRank orders the roles; an unknown role ranks 0 (nothing).
+var roleRank = map[Role]int{RoleRead: 1, RoleSubmit: 2, RoleWork: 3, RoleAdmin: 4}
+
+// Allows reports whether role r includes need. The empty role is admin
+// (a token configured without one, as before roles existed).
+func (r Role) Allows(need Role) bool {
+	if r == "" {
+		r = RoleAdmin
+	}
+	return roleRank[r] >= roleRank[need] && roleRank[need] > 0
+}
+
+// Valid reports whether r is one of the roles (or empty: admin).
+func (r Role) Valid() bool { return r == "" || roleRank[r] > 0 }
+
 // sessionCookie carries a signed session of the web pages after a login
 // (never the token itself; see sessions).
 const sessionCookie = "queue_session"
@@ -25,14 +63,14 @@ const sessionCookie = "queue_session"
 // role and queues, or "local" (admin of everything) without tokens.
 type principal struct {
 	name    string
-	role    app.Role
+	role    Role
 	queues  []string // empty: every queue
 	session bool     // it came with the session cookie, not a bearer token
 }
 
-var localPrincipal = &principal{name: "local", role: app.RoleAdmin}
+var localPrincipal = &principal{name: "local", role: RoleAdmin}
 
-func (p *principal) allows(need app.Role) bool { return need == "" || p.role.Allows(need) }
+func (p *principal) allows(need Role) bool { return need == "" || p.role.Allows(need) }
 
 func (p *principal) allowsQueue(q string) bool {
 	return len(p.queues) == 0 || slices.Contains(p.queues, q)
@@ -141,7 +179,7 @@ func denied(format string, args ...any) error {
 }
 
 // forbidden answers a request the token's role does not cover, naming the missing scope.
-func forbidden(p *principal, need app.Role) error {
+func forbidden(p *principal, need Role) error {
 	return denied("token %q has role %s; this needs role %s", p.name, p.role, need)
 }
 
@@ -182,22 +220,22 @@ func (h *handler) tokenPrincipal(given string) *principal {
 	return tokenPrincipal(t)
 }
 
-func tokenPrincipal(t app.TokenConfig) *principal {
+func tokenPrincipal(t Token) *principal {
 	role := t.Role
 	if role == "" {
-		role = app.RoleAdmin
+		role = RoleAdmin
 	}
 	return &principal{name: t.Name, role: role, queues: t.Queues}
 }
 
-func (h *handler) token(given string) (app.TokenConfig, bool) {
+func (h *handler) token(given string) (Token, bool) {
 	if given == "" {
-		return app.TokenConfig{}, false
+		return Token{}, false
 	}
-	var found app.TokenConfig
+	var found Token
 	n := 0
 	for _, t := range h.opts.Tokens {
-		if subtle.ConstantTimeCompare([]byte(given), []byte(t.Token)) == 1 {
+		if subtle.ConstantTimeCompare([]byte(given), []byte(t.Secret)) == 1 {
 			found, n = t, 1
 		}
 	}
@@ -219,35 +257,35 @@ func (h *handler) public(path string) bool {
 // routeRoles names the role each state-changing route needs. Reading (GET,
 // HEAD) needs read; a state-changing route missing here needs admin, so a
 // new route is closed until someone decides otherwise.
-var routeRoles = map[string]app.Role{
-	"POST /api/jobs":                app.RoleSubmit,
-	"POST /api/jobs/batch":          app.RoleSubmit,
-	"POST /api/queues/:queue/claim": app.RoleWork,
-	"POST /api/jobs/complete":       app.RoleWork,
-	"POST /api/jobs/:id/heartbeat":  app.RoleWork,
-	"POST /api/jobs/:id/complete":   app.RoleWork,
-	"POST /api/jobs/:id/fail":       app.RoleWork,
-	"POST /api/jobs/:id/snooze":     app.RoleWork,
-	"POST /api/jobs/:id/cancel":     app.RoleWork, // without a lease the handler asks for admin
-	"POST /api/once/:key":           app.RoleWork,
-	"POST /api/once/:key/done":      app.RoleWork,
+var routeRoles = map[string]Role{
+	"POST /api/jobs":                RoleSubmit,
+	"POST /api/jobs/batch":          RoleSubmit,
+	"POST /api/queues/:queue/claim": RoleWork,
+	"POST /api/jobs/complete":       RoleWork,
+	"POST /api/jobs/:id/heartbeat":  RoleWork,
+	"POST /api/jobs/:id/complete":   RoleWork,
+	"POST /api/jobs/:id/fail":       RoleWork,
+	"POST /api/jobs/:id/snooze":     RoleWork,
+	"POST /api/jobs/:id/cancel":     RoleWork, // without a lease the handler asks for admin
+	"POST /api/once/:key":           RoleWork,
+	"POST /api/once/:key/done":      RoleWork,
 	"POST /logout":                  "",
 	// Pages that only ask to confirm an admin action.
-	"GET /dlq/confirm":   app.RoleAdmin,
-	"HEAD /dlq/confirm":  app.RoleAdmin,
-	"GET /queues/drain":  app.RoleAdmin,
-	"HEAD /queues/drain": app.RoleAdmin,
+	"GET /dlq/confirm":   RoleAdmin,
+	"HEAD /dlq/confirm":  RoleAdmin,
+	"GET /queues/drain":  RoleAdmin,
+	"HEAD /queues/drain": RoleAdmin,
 }
 
-func routeRole(c echo.Context) app.Role {
+func routeRole(c echo.Context) Role {
 	m := c.Request().Method
 	if r, ok := routeRoles[m+" "+c.Path()]; ok {
 		return r
 	}
 	if safeMethod(m) {
-		return app.RoleRead
+		return RoleRead
 	}
-	return app.RoleAdmin
+	return RoleAdmin
 }
 
 // failures slows down guessing: an address with failLimit refused

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/queuehq/queue/app"
 	"github.com/queuehq/queue/ui"
 )
 
@@ -16,7 +15,7 @@ const testToken = "0123456789abcdef0123"
 // left open by mistake. Only the login page and static files are public, and
 // health and metrics when opened on purpose.
 func TestEveryRouteNeedsATokenWhenTokensAreSet(t *testing.T) {
-	opts := ui.Options{Tokens: []app.TokenConfig{{Name: "ops", Token: testToken}}, AuthFailLimit: -1}
+	opts := ui.Options{Tokens: []ui.Token{{Name: "ops", Secret: testToken}}, AuthFailLimit: -1}
 	s := newServer(t, opts, false)
 	h := ui.New(ui.Options{Service: s.svc, Tokens: opts.Tokens, Metrics: http.NotFoundHandler()})
 	routes := ui.Routes(h)
@@ -49,7 +48,7 @@ func TestEveryRouteNeedsATokenWhenTokensAreSet(t *testing.T) {
 }
 
 func TestHealthAndMetricsOpenOnlyWhenConfigured(t *testing.T) {
-	tokens := []app.TokenConfig{{Name: "ops", Token: testToken}}
+	tokens := []ui.Token{{Name: "ops", Secret: testToken}}
 	closed := newServer(t, ui.Options{Tokens: tokens, Metrics: http.NotFoundHandler()}, false)
 	for _, p := range []string{"/healthz", "/readyz", "/metrics"} {
 		if a := closed.get(p); a.status != 401 {
@@ -67,7 +66,7 @@ func TestHealthAndMetricsOpenOnlyWhenConfigured(t *testing.T) {
 
 // The audit trail names the token that acted.
 func TestAuditNamesTheToken(t *testing.T) {
-	s := newServer(t, ui.Options{Tokens: []app.TokenConfig{{Name: "ops", Token: testToken}}}, false)
+	s := newServer(t, ui.Options{Tokens: []ui.Token{{Name: "ops", Secret: testToken}}}, false)
 	auth := []string{"Authorization", "Bearer " + testToken}
 	s.do("POST", "/api/queues/q/pause", "", nil, auth...)
 	a := s.do("GET", "/api/audit", "", nil, auth...)

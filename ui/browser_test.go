@@ -340,7 +340,7 @@ func TestBrowser(t *testing.T) {
 		})
 	}
 	t.Run("Login", func(t *testing.T) {
-		env := newUIEnv(t, ui.Options{Tokens: []app.TokenConfig{{Name: "ops", Token: "s3cret-token"}}}, false)
+		env := newUIEnv(t, ui.Options{Tokens: []ui.Token{{Name: "ops", Secret: "s3cret-token"}}}, false)
 		tb := newTab(t, browser, env.URL, false)
 		if st := tb.openStatus("/jobs?queue=emails"); st != http.StatusUnauthorized {
 			t.Fatalf("without a session /jobs answers %d, want 401 with the login form", st)

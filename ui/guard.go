@@ -3,17 +3,17 @@ package ui
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/labstack/echo/v4"
-
-	"github.com/queuehq/queue/app"
 )
 
 // pageBodyLimit caps the body of every page (non-API) request: the forms
@@ -224,9 +224,68 @@ func ipExtractor(trusted []string) echo.IPExtractor {
 	}
 	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
 	for _, t := range trusted {
-		if n, err := app.ParseTrustedProxy(t); err == nil { // the config checked them
+		if n, err := ParseTrustedProxy(t); err == nil { // the config checked them
 			opts = append(opts, echo.TrustIPRange(n))
 		}
 	}
 	return echo.ExtractIPFromXFFHeader(opts...)
+}
+
+// hostLabelRE is one label of a host name. An underscore is allowed:
+// container and compose service names carry them.
+var hostLabelRE = regexp.MustCompile(`^[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$`)
+
+// ValidateAllowedHost checks one entry of server.allowed_hosts (or
+// --allowed-hosts): a host name ("queue.example.com"), an IP address
+// ("192.0.2.7", "2001:db8::7", without brackets), "*.example.com" (any
+// subdomain of example.com, not example.com itself) or "*" (any host).
+// An entry names a host only: the port of a request's Host is not
+// compared, so "host:port" is refused with a hint, as are a scheme and a path.
+func ValidateAllowedHost(h string) error {
+	switch {
+	case h == "*":
+		return nil
+	case h == "":
+		return errors.New(`an allowed host is empty (give a host name, an IP address, "*.example.com" or "*")`)
+	case strings.Contains(h, "://"):
+		return fmt.Errorf("allowed host %q: give the host name alone, without a scheme (%q)", clip(h), clip(h[strings.Index(h, "://")+3:]))
+	case strings.ContainsAny(h, "/?#"):
+		return fmt.Errorf("allowed host %q: give the host name alone, without a path", clip(h))
+	case strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]"):
+		return fmt.Errorf("allowed host %q: write an IPv6 address without brackets (%q)", clip(h), clip(h[1:len(h)-1]))
+	}
+	if net.ParseIP(h) != nil {
+		return nil
+	}
+	if host, _, err := net.SplitHostPort(h); err == nil {
+		return fmt.Errorf("allowed host %q: give the host without the port (%q); an allowed host is allowed on any port", clip(h), clip(host))
+	}
+	name := strings.TrimPrefix(h, "*.")
+	if len(name) > 253 {
+		return fmt.Errorf("allowed host %q is longer than 253 characters", clip(h))
+	}
+	for _, l := range strings.Split(name, ".") {
+		if !hostLabelRE.MatchString(l) {
+			return fmt.Errorf("allowed host %q is not a host name, an IP address, \"*.example.com\" or \"*\"", clip(h))
+		}
+	}
+	return nil
+}
+
+// ParseTrustedProxy reads one entry of server.trusted_proxies: an IP
+// address ("10.0.0.5", the range of that address alone) or a CIDR range
+// ("10.0.0.0/8", "fd00::/8"). The config check and ipExtractor both use it,
+// so what the check accepts is what the extractor trusts.
+func ParseTrustedProxy(p string) (*net.IPNet, error) {
+	if ip := net.ParseIP(p); ip != nil {
+		bits := 128
+		if ip.To4() != nil {
+			ip, bits = ip.To4(), 32
+		}
+		return &net.IPNet{IP: ip, Mask: net.CIDRMask(bits, bits)}, nil
+	}
+	if _, n, err := net.ParseCIDR(p); err == nil {
+		return n, nil
+	}
+	return nil, fmt.Errorf("trusted proxy %q is not an IP address (10.0.0.5) or a CIDR range (10.0.0.0/8)", clip(p))
 }

@@ -83,7 +83,7 @@ func TestEventStreamsAreCapped(t *testing.T) {
 // answers 503 unavailable with Retry-After; a place comes back when a wait ends.
 func TestLongPollsAreCappedOverHTTP(t *testing.T) {
 	s := newServer(t, ui.Options{}, false)
-	s.svc.Config.Server.MaxWaiters = 2
+	s.svc.Config.MaxWaiters = 2
 	id := num(s.submit(`{"queue":"held","kind":"k"}`), "id")
 	cancels := make([]context.CancelFunc, 2)
 	done := make(chan int, 2)

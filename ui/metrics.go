@@ -65,16 +65,23 @@ var eventCounters = map[string]string{
 	app.EventDLQReplayed:    "replayed",
 }
 
+// QueueKind names a queue, or a kind of a queue when Kind is set, that the
+// configuration names outside app.Config (the queues of tokens, the kinds of
+// built-in workers), so that its metrics have labels of their own from the
+// start, however many names clients bring first.
+type QueueKind struct{ Queue, Kind string }
+
 // NewMetrics registers the queue's metrics (and Go and process metrics) and
-// subscribes them to svc's event bus.
-func NewMetrics(svc *app.Service) *Metrics {
+// subscribes them to svc's event bus. The queues and kinds of svc.Config and
+// of named keep labels of their own (see MaxQueueLabels).
+func NewMetrics(svc *app.Service, named ...QueueKind) *Metrics {
 	auth := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "queue_http_auth_failures_total",
 		Help: "Refused credentials: reason login (the UI's login form) or token (a 401 for a missing or wrong token).",
 	}, []string{"reason"})
 	m := &Metrics{
 		reg:       prometheus.NewRegistry(),
-		labels:    newLabels(svc.Config),
+		labels:    newLabels(svc.Config, named),
 		counters:  map[string]*prometheus.CounterVec{},
 		authLogin: auth.WithLabelValues("login"),
 		authToken: auth.WithLabelValues("token"),
@@ -186,34 +193,28 @@ type labels struct {
 // labelSet is the names with labels of their own at one time. Never changed once stored.
 type labelSet struct {
 	queues map[string]bool
-	pairs  map[queueKind]bool
+	pairs  map[QueueKind]bool
 	queued int // queues let in beyond the configured ones
 	paired int // pairs let in beyond the configured ones
 }
 
-type queueKind struct{ queue, kind string }
-
-// newLabels gives a label of its own to every queue and pair cfg names.
-func newLabels(cfg *app.Config) *labels {
-	s := &labelSet{queues: map[string]bool{app.DefaultQueue: true}, pairs: map[queueKind]bool{}}
+// newLabels gives a label of its own to every queue and pair that cfg and
+// named name.
+func newLabels(cfg *app.Config, named []QueueKind) *labels {
+	s := &labelSet{queues: map[string]bool{app.DefaultQueue: true}, pairs: map[QueueKind]bool{}}
 	if cfg != nil {
 		for q := range cfg.Queues {
 			s.queues[q] = true
 		}
-		for _, t := range cfg.Tokens {
-			for _, q := range t.Queues {
-				s.queues[q] = true
-			}
-		}
-		for _, w := range cfg.Workers {
-			s.queues[w.Queue] = true
-			for _, k := range w.Kinds {
-				s.pairs[queueKind{w.Queue, k}] = true
-			}
-		}
 		for _, p := range cfg.Periodic {
 			s.queues[p.Queue] = true
-			s.pairs[queueKind{p.Queue, p.Kind}] = true
+			s.pairs[QueueKind{p.Queue, p.Kind}] = true
+		}
+	}
+	for _, n := range named {
+		s.queues[n.Queue] = true
+		if n.Kind != "" {
+			s.pairs[n] = true
 		}
 	}
 	l := &labels{}
@@ -223,7 +224,7 @@ func newLabels(cfg *app.Config) *labels {
 
 // pair returns the queue and kind labels of an event of kind in queue.
 func (l *labels) pair(queue, kind string) (string, string) {
-	key := queueKind{queue, kind}
+	key := QueueKind{queue, kind}
 	s := l.set.Load()
 	switch {
 	case s.pairs[key]:

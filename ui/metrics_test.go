@@ -238,13 +238,12 @@ next:
 func TestMetricLabelsAreBounded(t *testing.T) {
 	cfg := app.DefaultConfig()
 	cfg.Queues["configured"] = app.QueueConfig{}
-	cfg.Workers = []app.WorkerConfig{{Queue: "workers", Kinds: []string{"wk"}, Command: []string{"true"}}}
 	cfg.Periodic = []app.PeriodicConfig{{Queue: "periodic", Kind: "pk", Cron: "@every 1m"}}
 	bus := app.NewBus()
 	store := memory.New(app.StoreOptions{Bus: bus})
 	t.Cleanup(func() { store.Close() })
 	svc := app.NewService(store, cfg, nil, bus, zerolog.Nop())
-	m := ui.NewMetrics(svc)
+	m := ui.NewMetrics(svc, ui.QueueKind{Queue: "workers", Kind: "wk"}) // a built-in worker's
 
 	// 100 queues with a job each: the first MaxQueueLabels keep their names.
 	const queues = 100

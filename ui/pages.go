@@ -210,7 +210,7 @@ type base struct {
 }
 
 func (p *pages) base(c echo.Context, title, nav string) base {
-	b := base{Title: title, Nav: nav, Actor: actor(c), Login: len(p.h.opts.Tokens) > 0, Admin: who(c).allows(app.RoleAdmin),
+	b := base{Title: title, Nav: nav, Actor: actor(c), Login: len(p.h.opts.Tokens) > 0, Admin: who(c).allows(RoleAdmin),
 		Version: p.h.opts.Version, Now: p.h.opts.Now().UTC()}
 	if tok, ok := c.Get("csrf").(string); ok {
 		b.CSRF = tok

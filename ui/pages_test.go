@@ -331,7 +331,7 @@ var (
 )
 
 func TestPagesLogin(t *testing.T) {
-	env := newUIEnv(t, ui.Options{Tokens: []app.TokenConfig{{Name: "ops", Token: "s3cret-token"}}}, false)
+	env := newUIEnv(t, ui.Options{Tokens: []ui.Token{{Name: "ops", Secret: "s3cret-token"}}}, false)
 	u := newUIClient(t, env.URL)
 	a := u.get("/jobs?queue=emails")
 	// Without a session every page is a 401 whose body is the login form,
@@ -417,7 +417,7 @@ func TestPagesLogin(t *testing.T) {
 }
 
 func TestPagesHeadAndPlainHTTPWarning(t *testing.T) {
-	env := newUIEnv(t, ui.Options{Tokens: []app.TokenConfig{{Name: "ops", Token: "s3cret-token"}},
+	env := newUIEnv(t, ui.Options{Tokens: []ui.Token{{Name: "ops", Secret: "s3cret-token"}},
 		AllowedHosts: []string{"queue.example.com", "10.0.0.5"}}, false)
 	for host, warn := range map[string]bool{"": false, "localhost:8080": false, "queue.example.com:8080": true, "10.0.0.5": true} {
 		req, _ := http.NewRequest(http.MethodGet, env.URL+"/login", nil)

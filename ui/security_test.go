@@ -196,7 +196,7 @@ func (u *uiClient) raw(method, path, body string, header map[string]string) uiAn
 // is refused (403) without the form's token, with tokens and without, and
 // nothing changes.
 func TestEveryPagePostNeedsTheCSRFToken(t *testing.T) {
-	for _, tokens := range [][]app.TokenConfig{nil, {{Name: "ops", Token: testToken}}} {
+	for _, tokens := range [][]ui.Token{nil, {{Name: "ops", Secret: testToken}}} {
 		env := newUIEnv(t, ui.Options{Tokens: tokens}, false)
 		u := newUIClient(t, env.URL)
 		u.get("/login")
@@ -232,15 +232,15 @@ func TestEveryPagePostNeedsTheCSRFToken(t *testing.T) {
 // elsewhere; a queue list limits a token to its queues; the audit trail
 // names the token.
 func TestTokenRolesAndQueues(t *testing.T) {
-	tokens := []app.TokenConfig{
-		{Name: "viewer", Token: "read-token-0123456789", Role: app.RoleRead},
-		{Name: "producer", Token: "submit-token-0123456789", Role: app.RoleSubmit},
-		{Name: "worker-a", Token: "work-token-a-0123456789", Role: app.RoleWork, Queues: []string{"a"}},
-		{Name: "boss", Token: "admin-token-0123456789", Role: app.RoleAdmin},
+	tokens := []ui.Token{
+		{Name: "viewer", Secret: "read-token-0123456789", Role: ui.RoleRead},
+		{Name: "producer", Secret: "submit-token-0123456789", Role: ui.RoleSubmit},
+		{Name: "worker-a", Secret: "work-token-a-0123456789", Role: ui.RoleWork, Queues: []string{"a"}},
+		{Name: "boss", Secret: "admin-token-0123456789", Role: ui.RoleAdmin},
 	}
 	s := newServer(t, ui.Options{Tokens: tokens}, false)
 	as := func(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
-	viewer, producer, workerA, boss := as(tokens[0].Token), as(tokens[1].Token), as(tokens[2].Token), as(tokens[3].Token)
+	viewer, producer, workerA, boss := as(tokens[0].Secret), as(tokens[1].Secret), as(tokens[2].Secret), as(tokens[3].Secret)
 	call := func(who []string, method, path, body string) answer {
 		t.Helper()
 		ct := "application/json"
@@ -354,7 +354,7 @@ func TestTokenRolesAndQueues(t *testing.T) {
 // page of this site would need the CSRF header, which only our pages can
 // read); logout revokes it.
 func TestSessionCookieOnTheAPI(t *testing.T) {
-	env := newUIEnv(t, ui.Options{Tokens: []app.TokenConfig{{Name: "ops", Token: testToken}}}, false)
+	env := newUIEnv(t, ui.Options{Tokens: []ui.Token{{Name: "ops", Secret: testToken}}}, false)
 	u := newUIClient(t, env.URL)
 	u.get("/login")
 	u.login(testToken)
@@ -436,7 +436,7 @@ func (z *zeros) Read(p []byte) (int, error) {
 func TestLoginBodyIsCappedBeforeReading(t *testing.T) {
 	store := memory.New(app.StoreOptions{})
 	svc := app.NewService(store, nil, app.SystemClock{}, app.NewBus(), zerolog.Nop())
-	h := ui.New(ui.Options{Service: svc, Tokens: []app.TokenConfig{{Name: "ops", Token: testToken}}, Log: zerolog.Nop()})
+	h := ui.New(ui.Options{Service: svc, Tokens: []ui.Token{{Name: "ops", Secret: testToken}}, Log: zerolog.Nop()})
 	var read atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = countingBody{r.Body, &read}
@@ -479,7 +479,7 @@ func TestLoginBodyIsCappedBeforeReading(t *testing.T) {
 func TestRefusedCredentialsAreCountedAndSlowed(t *testing.T) {
 	var mu sync.Mutex
 	counts := map[string]int{}
-	opts := ui.Options{Tokens: []app.TokenConfig{{Name: "ops", Token: testToken}}, AuthFailLimit: 5,
+	opts := ui.Options{Tokens: []ui.Token{{Name: "ops", Secret: testToken}}, AuthFailLimit: 5,
 		AuthFailed: func(reason string) { mu.Lock(); counts[reason]++; mu.Unlock() }}
 	env := newUIEnv(t, opts, false)
 	u := newUIClient(t, env.URL)
@@ -567,7 +567,7 @@ func TestHostAllowList(t *testing.T) {
 // A token that may not act does not see the forms of the actions, and a
 // forged post of one is refused.
 func TestPagesHideWhatTheTokenMayNotDo(t *testing.T) {
-	tokens := []app.TokenConfig{{Name: "viewer", Token: "read-token-0123456789", Role: app.RoleRead}, {Name: "boss", Token: testToken}}
+	tokens := []ui.Token{{Name: "viewer", Secret: "read-token-0123456789", Role: ui.RoleRead}, {Name: "boss", Secret: testToken}}
 	env := newUIEnv(t, ui.Options{Tokens: tokens}, false)
 	pages := []string{fmt.Sprintf("/jobs/%d", env.ids.Queued), fmt.Sprintf("/dlq/%d", env.ids.Dead[0]), "/queues", "/dlq"}
 	actions := []string{"/cancel\"", "/replay\"", "action=\"/queues/pause\"", "action=\"/queues/resume\"", "Drain…", "Purge…", "Replay all"}

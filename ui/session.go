@@ -9,8 +9,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/queuehq/queue/app"
 )
 
 // sessions makes and checks the login cookie of the pages. The cookie is
@@ -21,7 +19,7 @@ import (
 // Logout revokes the id on the node that served it (kept in memory until
 // the session would have expired; the browser drops the cookie too).
 type sessions struct {
-	tokens []app.TokenConfig
+	tokens []Token
 	maxAge time.Duration
 
 	mu      sync.Mutex
@@ -33,13 +31,13 @@ type sessions struct {
 // needs a valid session each, so this is a limit on a token holder).
 const maxRevoked = 100000
 
-func newSessions(tokens []app.TokenConfig, maxAge time.Duration) *sessions {
+func newSessions(tokens []Token, maxAge time.Duration) *sessions {
 	return &sessions{tokens: tokens, maxAge: maxAge, revoked: map[string]time.Time{}}
 }
 
 // sessionKey is the signing key of sessions made with t.
-func sessionKey(t app.TokenConfig) []byte {
-	m := hmac.New(sha256.New, []byte(t.Token))
+func sessionKey(t Token) []byte {
+	m := hmac.New(sha256.New, []byte(t.Secret))
 	m.Write([]byte("queue session v1"))
 	return m.Sum(nil)
 }
@@ -51,7 +49,7 @@ func sign(key []byte, body string) string {
 }
 
 // issue returns a new cookie value for token t.
-func (s *sessions) issue(t app.TokenConfig, now time.Time) string {
+func (s *sessions) issue(t Token, now time.Time) string {
 	var id [18]byte
 	if _, err := rand.Read(id[:]); err != nil {
 		panic(err) // crypto/rand does not fail on Linux
@@ -63,18 +61,18 @@ func (s *sessions) issue(t app.TokenConfig, now time.Time) string {
 
 // parse splits a cookie value and checks its signature and expiry; it
 // returns the token it was made with and the session's id and expiry.
-func (s *sessions) parse(v string, now time.Time) (app.TokenConfig, string, time.Time, bool) {
+func (s *sessions) parse(v string, now time.Time) (Token, string, time.Time, bool) {
 	parts := strings.Split(v, ".")
 	if len(parts) != 4 || len(v) > 512 {
-		return app.TokenConfig{}, "", time.Time{}, false
+		return Token{}, "", time.Time{}, false
 	}
 	name, err := base64.RawURLEncoding.DecodeString(parts[0])
 	if err != nil {
-		return app.TokenConfig{}, "", time.Time{}, false
+		return Token{}, "", time.Time{}, false
 	}
 	exp, err := strconv.ParseInt(parts[1], 10, 64)
 	if err != nil || !now.Before(time.Unix(exp, 0)) {
-		return app.TokenConfig{}, "", time.Time{}, false
+		return Token{}, "", time.Time{}, false
 	}
 	body := parts[0] + "." + parts[1] + "." + parts[2]
 	for _, t := range s.tokens {
@@ -85,7 +83,7 @@ func (s *sessions) parse(v string, now time.Time) (app.TokenConfig, string, time
 			return t, parts[2], time.Unix(exp, 0), true
 		}
 	}
-	return app.TokenConfig{}, "", time.Time{}, false
+	return Token{}, "", time.Time{}, false
 }
 
 // verify returns who a cookie value logs in, or nil.

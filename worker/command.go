@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -31,7 +32,7 @@ type CommandConfig struct {
 	Env map[string]string
 	// PassEnv names further variables copied from the worker's own
 	// environment on purpose (e.g. AWS_REGION); unset ones are left out.
-	// A name that app.ValidatePassEnv refuses (QUEUE_*) fails every job.
+	// A name that ValidatePassEnv refuses (QUEUE_*) fails every job.
 	PassEnv []string
 	// KillGrace is how long the process group has between SIGTERM and
 	// SIGKILL, and how long its output is read after it exits. If zero, 10s.
@@ -154,6 +155,22 @@ var jobEnv = []string{"QUEUE_JOB_ID", "QUEUE_JOB_KIND", "QUEUE_QUEUE", "QUEUE_AT
 // defaultPath is the command's PATH when the worker has none.
 const defaultPath = "/usr/local/bin:/usr/bin:/bin"
 
+// ValidatePassEnv checks a name to copy from the worker's environment into
+// a command's: letters, digits and '_', not starting with a digit, and not
+// QUEUE_*: those are the queue's own settings and secrets (QUEUE_TOKEN,
+// QUEUE_DB); give a job one on purpose as a configured variable instead.
+func ValidatePassEnv(name string) error {
+	if !envNameRE.MatchString(name) {
+		return fmt.Errorf("%q is not a variable name (letters, digits and '_', not starting with a digit)", name)
+	}
+	if strings.HasPrefix(name, "QUEUE_") {
+		return fmt.Errorf("%q: QUEUE_* variables are the queue's own settings and secrets and are never passed on; to give jobs such a value on purpose, set it with env in [[workers]] or --env of queue work", name)
+	}
+	return nil
+}
+
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
 // commandEnv is the environment a command starts from, before the job's
 // QUEUE_* variables: from environ (the worker's, as os.Environ gives it) only
 // PATH (defaultPath if unset), HOME, USER, LOGNAME, LANG, LC_*, TZ, TMPDIR and
@@ -161,10 +178,10 @@ const defaultPath = "/usr/local/bin:/usr/bin:/bin"
 // worker's environment is passed on, so its secrets (QUEUE_TOKEN, a password
 // in QUEUE_DB) never reach a job. The job's variables are left out of env,
 // since the job's own values win. The result is sorted by name. It returns
-// an error if a name in pass is refused by app.ValidatePassEnv.
+// an error if a name in pass is refused by ValidatePassEnv.
 func commandEnv(environ []string, env map[string]string, pass []string) ([]string, error) {
 	for _, name := range pass {
-		if err := app.ValidatePassEnv(name); err != nil {
+		if err := ValidatePassEnv(name); err != nil {
 			return nil, err
 		}
 	}

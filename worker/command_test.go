@@ -137,13 +137,13 @@ func TestCommandEnvironmentDefaultPath(t *testing.T) {
 func TestCommandPassEnvRefusesQueueVariables(t *testing.T) {
 	t.Setenv("QUEUE_TOKEN", "secret-token-0123456789")
 	for _, name := range []string{"QUEUE_TOKEN", "QUEUE_", "1X", "A-B", ""} {
-		if app.ValidatePassEnv(name) == nil {
-			t.Errorf("app.ValidatePassEnv(%q) = nil, want an error", name)
+		if ValidatePassEnv(name) == nil {
+			t.Errorf("ValidatePassEnv(%q) = nil, want an error", name)
 		}
 	}
 	for _, name := range []string{"AWS_REGION", "_x", "queue_token", "QUEUEX"} {
-		if err := app.ValidatePassEnv(name); err != nil {
-			t.Errorf("app.ValidatePassEnv(%q) = %v, want nil", name, err)
+		if err := ValidatePassEnv(name); err != nil {
+			t.Errorf("ValidatePassEnv(%q) = %v, want nil", name, err)
 		}
 	}
 	res, err := CommandHandler(CommandConfig{
