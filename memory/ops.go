@@ -46,48 +46,29 @@ func (s *Store) Stats(ctx context.Context) ([]app.QueueStats, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
-	by := map[string]*app.QueueStats{}
-	get := func(q string) *app.QueueStats {
-		st := by[q]
-		if st == nil {
-			st = &app.QueueStats{Queue: q}
-			by[q] = st
-		}
-		return st
-	}
+	t := app.NewTally()
 	for name := range s.queues {
-		get(name)
+		t.Queue(name)
 	}
-	oldest := map[string]time.Time{}
 	for _, j := range s.jobs {
-		st := get(j.Queue)
+		status := string(j.Status)
 		switch {
 		case j.Status == app.StatusQueued && j.RunAt.After(now):
-			st.Scheduled++
+			status = "scheduled"
 		case j.Status == app.StatusQueued:
-			st.Queued++
-			if o, ok := oldest[j.Queue]; !ok || j.RunAt.Before(o) {
-				oldest[j.Queue] = j.RunAt
-			}
-		case j.Status == app.StatusProcessing:
-			st.Processing++
-		case j.Status == app.StatusDone:
-			st.Done++
-		case j.Status == app.StatusCancelled:
-			st.Cancelled++
+			t.Due(j.Queue, j.RunAt)
 		}
+		t.Add(j.Queue, status, 1)
 	}
 	for _, d := range s.dead {
-		get(d.Queue).DeadLetter++
+		t.Add(d.Queue, string(app.StatusDeadLetter), 1)
 	}
 	for k, c := range s.throughput {
 		if k.second > now.Unix()-60 {
-			st := get(k.queue)
-			st.CompletedLastMinute += c[0]
-			st.FailedLastMinute += c[1]
+			t.LastMinute(k.queue, c[0], c[1])
 		}
 	}
-	return app.FinishStats(by, oldest, now), nil
+	return t.Stats(now), nil
 }
 
 // Throughput implements app.Store.

@@ -47,95 +47,39 @@ func (s *Store) Queues(ctx context.Context) ([]app.QueueState, error) {
 // agree with each other.
 func (s *Store) Stats(ctx context.Context) ([]app.QueueStats, error) {
 	now := s.now()
-	byQueue := map[string]*app.QueueStats{}
-	oldest := map[string]time.Time{}
-	get := func(q string) *app.QueueStats {
-		st := byQueue[q]
-		if st == nil {
-			st = &app.QueueStats{Queue: q}
-			byQueue[q] = st
-		}
-		return st
-	}
+	var t *app.Tally
 	err := s.read(ctx, func(tx pgx.Tx) error {
-		byQueue, oldest = map[string]*app.QueueStats{}, map[string]time.Time{}
+		t = app.NewTally()
 		rows, err := tx.Query(ctx, `
-			SELECT queue, 'queued', count(*), min(run_at) FROM jobs WHERE status = 'queued' AND run_at <= $1 GROUP BY queue
-			UNION ALL SELECT queue, 'scheduled', count(*), NULL FROM jobs WHERE status = 'queued' AND run_at > $1 GROUP BY queue
-			UNION ALL SELECT queue, status, count(*), NULL FROM jobs WHERE status IN ('processing', 'done', 'cancelled') GROUP BY queue, status
-			UNION ALL SELECT queue, 'dead_letter', count(*), NULL FROM dead_letter_jobs GROUP BY queue`, now)
+			SELECT queue, 'queued', count(*), min(run_at), 0::bigint, 0::bigint FROM jobs WHERE status = 'queued' AND run_at <= $1 GROUP BY queue
+			UNION ALL SELECT queue, 'scheduled', count(*), NULL, 0, 0 FROM jobs WHERE status = 'queued' AND run_at > $1 GROUP BY queue
+			UNION ALL SELECT queue, status, count(*), NULL, 0, 0 FROM jobs WHERE status IN ('processing', 'done', 'cancelled') GROUP BY queue, status
+			UNION ALL SELECT queue, 'dead_letter', count(*), NULL, 0, 0 FROM dead_letter_jobs GROUP BY queue
+			UNION ALL SELECT queue, '', 0, NULL, sum(completed)::bigint, sum(failed)::bigint FROM throughput WHERE second > $2 GROUP BY queue
+			UNION ALL SELECT name, '', 0, NULL, 0, 0 FROM queues`, now, time.Unix(now.Unix()-60, 0).UTC())
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
 			var name, what string
-			var n int64
+			var n, completed, failed int64
 			var first *time.Time
-			if err := rows.Scan(&name, &what, &n, &first); err != nil {
+			if err := rows.Scan(&name, &what, &n, &first, &completed, &failed); err != nil {
 				return err
 			}
-			st := get(name)
-			switch what {
-			case "queued":
-				st.Queued = n
-				if first != nil {
-					oldest[name] = first.UTC()
-				}
-			case "scheduled":
-				st.Scheduled = n
-			case "processing":
-				st.Processing = n
-			case "done":
-				st.Done = n
-			case "cancelled":
-				st.Cancelled = n
-			case "dead_letter":
-				st.DeadLetter = n
+			t.Add(name, what, n)
+			t.LastMinute(name, completed, failed)
+			if first != nil {
+				t.Due(name, first.UTC())
 			}
 		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		rows.Close()
-		rows, err = tx.Query(ctx, `SELECT queue, sum(completed)::bigint, sum(failed)::bigint FROM throughput WHERE second > $1 GROUP BY queue`,
-			time.Unix(now.Unix()-60, 0).UTC())
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var name string
-			var done, failed int64
-			if err := rows.Scan(&name, &done, &failed); err != nil {
-				rows.Close()
-				return err
-			}
-			st := get(name)
-			st.CompletedLastMinute, st.FailedLastMinute = done, failed
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		rows, err = tx.Query(ctx, `SELECT name FROM queues`)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var name string
-			if err := rows.Scan(&name); err != nil {
-				rows.Close()
-				return err
-			}
-			get(name)
-		}
-		rows.Close()
 		return rows.Err()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("stats: %w", mapErr(err))
 	}
-	return app.FinishStats(byQueue, oldest, now), nil
+	return t.Stats(now), nil
 }
 
 // Throughput implements app.Store.

@@ -50,66 +50,32 @@ func (s *Store) Stats(ctx context.Context) ([]app.QueueStats, error) {
 		return s.countStats(ctx) // read-only (doctor): count the rows
 	}
 	now := s.clock.Now()
-	byQueue := map[string]*app.QueueStats{}
-	get := func(q string) *app.QueueStats {
-		st := byQueue[q]
-		if st == nil {
-			st = &app.QueueStats{Queue: q}
-			byQueue[q] = st
-		}
-		return st
-	}
+	t := app.NewTally()
 	queued := map[string]int64{}
 	s.countsMu.Lock()
 	for k, n := range s.counts {
-		st := get(k.queue)
-		switch k.status {
-		case app.StatusQueued:
+		if k.status == app.StatusQueued {
 			queued[k.queue] = n
-		case app.StatusProcessing:
-			st.Processing = n
-		case app.StatusDone:
-			st.Done = n
-		case app.StatusCancelled:
-			st.Cancelled = n
-		case app.StatusDeadLetter:
-			st.DeadLetter = n
+		} else {
+			t.Add(k.queue, string(k.status), n)
 		}
 	}
 	s.countsMu.Unlock()
-	tx, err := s.rdb.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("stats: %w", mapErr(err))
-	}
-	defer tx.Rollback()
-	oldest := map[string]time.Time{}
-	for q, n := range queued {
-		var sched int64
-		var first sql.NullInt64
-		if err := tx.QueryRowContext(ctx, queuedByPrioritySQL, q, ms(now)).Scan(&sched, &first); err != nil {
-			return nil, fmt.Errorf("stats: %w", mapErr(err))
+	return s.readStats(ctx, now, t, func(tx *sql.Tx) error {
+		for q, n := range queued {
+			var sched int64
+			var first sql.NullInt64
+			if err := tx.QueryRowContext(ctx, queuedByPrioritySQL, q, ms(now)).Scan(&sched, &first); err != nil {
+				return err
+			}
+			t.Add(q, "scheduled", sched)
+			t.Add(q, string(app.StatusQueued), max(0, n-sched))
+			if first.Valid && first.Int64 <= ms(now) {
+				t.Due(q, fromMS(first.Int64))
+			}
 		}
-		st := get(q)
-		st.Scheduled, st.Queued = sched, max(0, n-sched)
-		if first.Valid && first.Int64 <= ms(now) {
-			oldest[q] = fromMS(first.Int64)
-		}
-	}
-	if err := s.lastMinute(ctx, tx, now, get); err != nil {
-		return nil, err
-	}
-	names, err := tx.QueryContext(ctx, `SELECT name FROM queues`)
-	if err != nil {
-		return nil, fmt.Errorf("stats: %w", mapErr(err))
-	}
-	for names.Next() {
-		var name string
-		if names.Scan(&name) == nil {
-			get(name)
-		}
-	}
-	names.Close()
-	return app.FinishStats(byQueue, oldest, now), nil
+		return nil
+	})
 }
 
 // queuedByPrioritySQL counts a queue's scheduled jobs (run_at later than
@@ -142,84 +108,77 @@ const (
 		WHERE queue = ?1 AND status = 'queued' AND kind > kp.kind ORDER BY kind LIMIT 1)`
 )
 
-func (s *Store) lastMinute(ctx context.Context, tx *sql.Tx, now time.Time, get func(string) *app.QueueStats) error {
-	rows, err := tx.QueryContext(ctx, `SELECT queue, sum(completed), sum(failed) FROM throughput WHERE second > ? GROUP BY queue`, now.Unix()-60)
+// readStats runs counts in a read transaction, then adds the last
+// minute's throughput and the queues without jobs to t.
+func (s *Store) readStats(ctx context.Context, now time.Time, t *app.Tally, counts func(tx *sql.Tx) error) ([]app.QueueStats, error) {
+	tx, err := s.rdb.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("stats: %w", mapErr(err))
+		return nil, fmt.Errorf("stats: %w", mapErr(err))
+	}
+	defer tx.Rollback()
+	if err := counts(tx); err != nil {
+		return nil, fmt.Errorf("stats: %w", mapErr(err))
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT queue, sum(completed), sum(failed) FROM throughput WHERE second > ? GROUP BY queue
+		UNION ALL SELECT name, 0, 0 FROM queues`, now.Unix()-60)
+	if err != nil {
+		return nil, fmt.Errorf("stats: %w", mapErr(err))
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var q string
 		var c, f int64
 		if err := rows.Scan(&q, &c, &f); err != nil {
-			return fmt.Errorf("stats: %w", err)
+			return nil, fmt.Errorf("stats: %w", err)
 		}
-		st := get(q)
-		st.CompletedLastMinute, st.FailedLastMinute = c, f
+		t.LastMinute(q, c, f)
 	}
-	return mapErr(rows.Err())
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("stats: %w", mapErr(err))
+	}
+	return t.Stats(now), nil
 }
 
 // countStats counts every row: the Stats of a read-only store (doctor),
 // and the truth the counters are checked against in tests.
 func (s *Store) countStats(ctx context.Context) ([]app.QueueStats, error) {
 	now := s.clock.Now()
-	tx, err := s.rdb.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("stats: %w", mapErr(err))
-	}
-	defer tx.Rollback()
-	byQueue := map[string]*app.QueueStats{}
-	get := func(q string) *app.QueueStats {
-		st := byQueue[q]
-		if st == nil {
-			st = &app.QueueStats{Queue: q}
-			byQueue[q] = st
+	t := app.NewTally()
+	return s.readStats(ctx, now, t, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT queue, status, count(*), sum(status = 'queued' AND run_at > ?) FROM jobs GROUP BY queue, status
+			UNION ALL SELECT queue, 'dead_letter', count(*), 0 FROM dead_letter_jobs GROUP BY queue`, ms(now))
+		if err != nil {
+			return err
 		}
-		return st
-	}
-	oldest := map[string]time.Time{}
-	rows, err := tx.QueryContext(ctx, `SELECT queue, status, count(*), min(run_at), sum(status = 'queued' AND run_at > ?) FROM jobs GROUP BY queue, status
-		UNION ALL SELECT queue, 'dead_letter', count(*), 0, 0 FROM dead_letter_jobs GROUP BY queue`, ms(now))
-	if err != nil {
-		return nil, fmt.Errorf("stats: %w", mapErr(err))
-	}
-	for rows.Next() {
-		var q, status string
-		var n, first, sched int64
-		if err := rows.Scan(&q, &status, &n, &first, &sched); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("stats: %w", err)
+		defer rows.Close()
+		for rows.Next() {
+			var q, status string
+			var n, sched int64
+			if err := rows.Scan(&q, &status, &n, &sched); err != nil {
+				return err
+			}
+			t.Add(q, "scheduled", sched)
+			t.Add(q, status, n-sched)
 		}
-		st := get(q)
-		switch app.Status(status) {
-		case app.StatusQueued:
-			st.Scheduled, st.Queued = sched, n-sched
-		case app.StatusProcessing:
-			st.Processing = n
-		case app.StatusDone:
-			st.Done = n
-		case app.StatusCancelled:
-			st.Cancelled = n
-		case app.StatusDeadLetter:
-			st.DeadLetter = n
+		if err := rows.Err(); err != nil {
+			return err
 		}
-	}
-	rows.Close()
-	// The oldest claimable job: the first queued run_at per queue, if it is due.
-	for q, st := range byQueue {
-		if st.Queued == 0 {
-			continue
+		// The oldest claimable job: the first due run_at per queue.
+		due, err := tx.QueryContext(ctx, `SELECT queue, min(run_at) FROM jobs WHERE status = 'queued' AND run_at <= ? GROUP BY queue`, ms(now))
+		if err != nil {
+			return err
 		}
-		var first sql.NullInt64
-		if err := tx.QueryRowContext(ctx, `SELECT min(run_at) FROM jobs WHERE queue = ? AND status = 'queued'`, q).Scan(&first); err == nil && first.Valid {
-			oldest[q] = fromMS(first.Int64)
+		defer due.Close()
+		for due.Next() {
+			var q string
+			var first int64
+			if err := due.Scan(&q, &first); err != nil {
+				return err
+			}
+			t.Due(q, fromMS(first))
 		}
-	}
-	if err := s.lastMinute(ctx, tx, now, get); err != nil {
-		return nil, err
-	}
-	return app.FinishStats(byQueue, oldest, now), nil
+		return due.Err()
+	})
 }
 
 // Throughput implements app.Store.
