@@ -106,3 +106,40 @@ func Invalid(field, format string, args ...any) error {
 func TooLarge(field, format string, args ...any) error {
 	return &InvalidError{Field: field, Message: fmt.Sprintf(format, args...), TooLarge: true}
 }
+
+// OperationError is an error met while doing Operation ("submit",
+// "heartbeat", "replay"). Its Error keeps the operation, for the logs;
+// UserMessage leaves it out, since what a client is told names the job or
+// row and the problem, not the server's call path.
+type OperationError struct {
+	Operation string
+	Err       error
+}
+
+func (e *OperationError) Error() string { return e.Operation + ": " + e.Err.Error() }
+
+func (e *OperationError) Unwrap() error { return e.Err }
+
+// WithOperation wraps err in an *OperationError; a nil err stays nil. It
+// takes the place of fmt.Errorf("submit: %w", err) where the error may
+// reach a client, as the last wrapping on the way up.
+func WithOperation(operation string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &OperationError{Operation: operation, Err: err}
+}
+
+// UserMessage is the message of err as a client should read it: without
+// the operations (OperationError) it was wrapped in last. One beneath
+// another wrapping stays in the message, as that wrapping's text may
+// depend on it.
+func UserMessage(err error) string {
+	for {
+		oe, ok := err.(*OperationError)
+		if !ok {
+			return err.Error()
+		}
+		err = oe.Err
+	}
+}

@@ -46,17 +46,17 @@ func toAPIError(err error) (*apiError, bool) {
 	case errors.As(err, &mbe):
 		return newError(http.StatusRequestEntityTooLarge, "too_large", "request body is larger than %d bytes", mbe.Limit), true
 	case errors.Is(err, app.ErrNotFound):
-		return newError(http.StatusNotFound, "not_found", "%s", lastPart(err)), true
+		return newError(http.StatusNotFound, "not_found", "%s", message(err)), true
 	case errors.Is(err, app.ErrLeaseLost):
-		return newError(http.StatusConflict, "lease_lost", "%s: the lease is stale (the job was recovered, finished or claimed again); nothing was changed", lastPart(err)), true
+		return newError(http.StatusConflict, "lease_lost", "%s: the lease is stale (the job was recovered, finished or claimed again); nothing was changed", message(err)), true
 	case errors.Is(err, app.ErrIllegalTransition), errors.Is(err, app.ErrInvalidStatus):
-		return newError(http.StatusConflict, "illegal_transition", "%s", lastPart(err)), true
+		return newError(http.StatusConflict, "illegal_transition", "%s", message(err)), true
 	case errors.Is(err, app.ErrIdempotencyConflict):
-		return newError(http.StatusConflict, "idempotency_conflict", "%s", lastPart(err)), true
+		return newError(http.StatusConflict, "idempotency_conflict", "%s", message(err)), true
 	case errors.Is(err, app.ErrOnceHeld):
-		return newError(http.StatusConflict, "once_held", "%s", lastPart(err)), true
+		return newError(http.StatusConflict, "once_held", "%s", message(err)), true
 	case errors.Is(err, app.ErrQueueFull):
-		return newError(http.StatusTooManyRequests, "queue_full", "%s", lastPart(err)), true
+		return newError(http.StatusTooManyRequests, "queue_full", "%s", message(err)), true
 	case errors.Is(err, app.ErrFilterRequired):
 		return newError(http.StatusBadRequest, "filter_required", "a bulk action needs at least one of queue, kind, tag (or reason, older_than), or \"allow_all\": true"), true
 	case errors.Is(err, app.ErrTooManyWaiters):
@@ -69,15 +69,21 @@ func toAPIError(err error) (*apiError, bool) {
 	return newError(http.StatusInternalServerError, "internal", "internal error; see the server log"), false
 }
 
-// lastPart keeps an error's message but drops the Go call-chain prefixes that
-// only matter in logs ("submit: ", "claim from q: ").
-func lastPart(err error) string {
-	msg := err.Error()
-	for _, p := range []string{"submit: ", "heartbeat: ", "complete: ", "replay: ", "purge: "} {
+// message is what a client is told of err: app.UserMessage, which leaves
+// out the operations it went through inside the server (app.OperationError).
+func message(err error) string {
+	msg := app.UserMessage(err)
+	for _, p := range unconverted {
 		msg = strings.TrimPrefix(msg, p)
 	}
 	return msg
 }
+
+// unconverted are the operations still wrapped with fmt.Errorf("op: %w")
+// rather than app.WithOperation, in app/engine.go, app/submit.go and the
+// stores' heartbeat and complete. Drop each as its call sites convert, and
+// message with the last.
+var unconverted = []string{"submit: ", "heartbeat: ", "complete: ", "replay: ", "purge: "}
 
 func fromEchoError(he *echo.HTTPError) *apiError {
 	msg := fmt.Sprint(he.Message)
