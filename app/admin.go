@@ -318,7 +318,7 @@ func (s *Service) BulkDead(ctx context.Context, action string, in BulkInput, act
 			f.AfterID = last
 		}
 	}
-	if err := s.Store.RecordAudit(ctx, AuditEntry{Actor: actor, Action: "dlq." + action, Filter: in.auditFilter(), Count: total}); err != nil {
+	if err := RecordAudit(ctx, s.Store, AuditEntry{Actor: actor, Action: "dlq." + action, Filter: in.auditFilter(), Count: total}); err != nil {
 		return &BulkResult{Count: total}, err
 	}
 	return &BulkResult{Count: total}, nil
@@ -368,7 +368,7 @@ func (s *Service) bulkJobs(ctx context.Context, action string, f JobFilter, in B
 	if action != BulkMove {
 		name = "queue.drain"
 	}
-	if err := s.Store.RecordAudit(ctx, AuditEntry{Actor: actor, Action: name, Filter: in.auditFilter(), Count: total}); err != nil {
+	if err := RecordAudit(ctx, s.Store, AuditEntry{Actor: actor, Action: name, Filter: in.auditFilter(), Count: total}); err != nil {
 		return &BulkResult{Count: total}, err
 	}
 	return &BulkResult{Count: total}, nil
@@ -454,7 +454,7 @@ func (s *Service) Stats(ctx context.Context) (*Stats, error) {
 // (target names it: "POST /api/queues/:queue/pause"), so the trail shows
 // who tried what, not only what was done.
 func (s *Service) RecordDenied(ctx context.Context, actor, target string) error {
-	return s.Store.RecordAudit(ctx, AuditEntry{Actor: actor, Action: "auth.denied", Target: target})
+	return RecordAudit(ctx, s.Store, AuditEntry{Actor: actor, Action: "auth.denied", Target: target})
 }
 
 // Audit lists admin actions, newest first.

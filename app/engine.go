@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -12,6 +13,49 @@ import (
 // and in which order (row, fault point, event, counters, wake-up). The
 // stores only carry out the steps. Submit's rules are in submit.go; claim
 // and complete stay inside each store, where their batched fast paths live.
+
+// RecordAudit stores an admin action of its own (one that moved no job:
+// those record theirs in their own transaction).
+func RecordAudit(ctx context.Context, w Writer, e AuditEntry) error {
+	if err := w.Write(ctx, func(tx Tx) error { return tx.Audit(&e, e.Count) }); err != nil {
+		return fmt.Errorf("record audit: %w", err)
+	}
+	return nil
+}
+
+// ClaimOrder orders claimable jobs as a claim takes them: priority, then
+// run_at, then id.
+func ClaimOrder(a, b *Job) int {
+	if a.Priority != b.Priority {
+		return cmp.Compare(a.Priority, b.Priority)
+	}
+	if c := a.RunAt.Compare(b.RunAt); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.ID, b.ID)
+}
+
+// Heartbeat extends the lease of job id, held under lease, to extend from
+// now (if not positive, the job's timeout).
+func Heartbeat(ctx context.Context, w Writer, id, lease int64, extend time.Duration) (*Job, error) {
+	var job *Job
+	err := w.Write(ctx, func(tx Tx) error {
+		j, err := tx.Processing(id, lease)
+		if err != nil {
+			return err
+		}
+		d := extend
+		if d <= 0 {
+			d = j.Timeout.D()
+		}
+		job, err = tx.Extend(j, tx.Now().Add(d).Truncate(time.Millisecond))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat: %w", err)
+	}
+	return job, nil
+}
 
 // Fail records a failed attempt of job req.ID held under req.Lease: a
 // retry with backoff, or the dead-letter queue (see DecideFail).

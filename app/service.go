@@ -416,7 +416,7 @@ func (s *Service) Heartbeat(ctx context.Context, id, lease int64, extend time.Du
 	if extend < 0 || extend > MaxTimeout {
 		return nil, Invalid("extend", "extend must be between 0s and 24h")
 	}
-	return s.Store.Heartbeat(ctx, id, lease, extend)
+	return Heartbeat(ctx, s.Store, id, lease, extend)
 }
 
 // Complete acknowledges one job.

@@ -76,9 +76,6 @@ type JobStore interface {
 	// queue, a full concurrency limit or an empty rate bucket hands out fewer
 	// or none.
 	Claim(ctx context.Context, req ClaimRequest) ([]*Job, error)
-	// Heartbeat extends the lease of a processing job held with lease.
-	// ErrLeaseLost if lease is stale, ErrNotFound for an unknown id.
-	Heartbeat(ctx context.Context, id, lease int64, extend time.Duration) (*Job, error)
 	// Complete marks each processing job done with its result; each item is
 	// fenced on its own, so the slice of errors matches items one to one.
 	// The error is for the call as a whole (the store failed).
@@ -120,8 +117,6 @@ type PeriodicStore interface {
 
 // AuditStore keeps the audit trail of admin actions.
 type AuditStore interface {
-	// RecordAudit stores an admin action.
-	RecordAudit(ctx context.Context, e AuditEntry) error
 	// ListAudit returns admin actions, newest first.
 	ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
 }

@@ -33,6 +33,9 @@ type Tx interface {
 	// BulkBatch) in id order, to change them (PostgreSQL locks them).
 	Dead(f DeadFilter) ([]*DeadJob, error)
 
+	// Extend sets the lease of processing job j to expire at until. It
+	// returns the row as stored.
+	Extend(j *Job, until time.Time) (*Job, error)
 	// Requeue makes job j queued again at runAt with j.Errors, without a
 	// lease or worker; giveBack returns the attempt it used (a snooze). It
 	// returns the row as stored.

@@ -212,13 +212,6 @@ func (s *Store) LastFire(ctx context.Context, entry string) (time.Time, error) {
 	return time.UnixMilli(last).UTC(), nil
 }
 
-// RecordAudit implements app.Store.
-func (s *Store) RecordAudit(ctx context.Context, e app.AuditEntry) error {
-	return s.write(ctx, func(t *tx) error {
-		return t.Audit(&e, e.Count)
-	})
-}
-
 // ListAudit implements app.Store.
 func (s *Store) ListAudit(ctx context.Context, f app.AuditFilter) ([]app.AuditEntry, error) {
 	s.mu.Lock()

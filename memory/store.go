@@ -348,6 +348,16 @@ func (t *tx) DeleteDead(f app.DeadFilter) ([]app.Ref, error) {
 	return refs, nil
 }
 
+// Extend implements app.Tx.
+func (t *tx) Extend(j *app.Job, until time.Time) (*app.Job, error) {
+	nj := copyJob(j)
+	nj.LeaseExpiresAt, nj.UpdatedAt = &until, t.now
+	if err := t.putJob(nj); err != nil {
+		return nil, err
+	}
+	return copyJob(nj), nil
+}
+
 // Requeue implements app.Tx.
 func (t *tx) Requeue(j *app.Job, runAt time.Time, giveBack bool) (*app.Job, error) {
 	nj := copyJob(j)
@@ -678,7 +688,7 @@ func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, er
 				cands = append(cands, j)
 			}
 		}
-		sort.Slice(cands, func(a, b int) bool { return claimOrder(cands[a], cands[b]) })
+		slices.SortFunc(cands, app.ClaimOrder)
 		if len(cands) > n {
 			cands = cands[:n]
 		}
@@ -716,16 +726,6 @@ func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, er
 	return out, nil
 }
 
-func claimOrder(a, b *app.Job) bool {
-	if a.Priority != b.Priority {
-		return a.Priority < b.Priority
-	}
-	if !a.RunAt.Equal(b.RunAt) {
-		return a.RunAt.Before(b.RunAt)
-	}
-	return a.ID < b.ID
-}
-
 // fenced returns the stored job id if it is processing under lease.
 func (s *Store) fenced(id, lease int64) (*app.Job, error) {
 	j, ok := s.jobs[id]
@@ -739,29 +739,6 @@ func (s *Store) fenced(id, lease int64) (*app.Job, error) {
 		return nil, fmt.Errorf("job %d: %w", id, app.ErrLeaseLost)
 	}
 	return j, nil
-}
-
-// Heartbeat implements app.Store.
-func (s *Store) Heartbeat(ctx context.Context, id, lease int64, extend time.Duration) (*app.Job, error) {
-	var out *app.Job
-	err := s.write(ctx, func(t *tx) error {
-		old, err := s.fenced(id, lease)
-		if err != nil {
-			return err
-		}
-		j := copyJob(old)
-		if extend <= 0 {
-			extend = j.Timeout.D()
-		}
-		j.LeaseExpiresAt = ptr(t.now.Add(extend.Truncate(time.Millisecond)))
-		j.UpdatedAt = t.now
-		out = copyJob(j)
-		return t.putJob(j)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("heartbeat: %w", err)
-	}
-	return out, nil
 }
 
 // Complete implements app.Store.

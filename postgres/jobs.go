@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -381,7 +380,7 @@ func (w *wtx) claimStatement(req app.ClaimRequest, n int, locked bool) (string, 
 // started puts claimed jobs in claim order and publishes (after commit)
 // their job.started.
 func (w *wtx) started(jobs []*app.Job) ([]*app.Job, error) {
-	sort.Slice(jobs, func(x, y int) bool { return claimOrder(jobs[x], jobs[y]) })
+	slices.SortFunc(jobs, app.ClaimOrder)
 	for _, j := range jobs {
 		if err := w.Fault(app.FaultClaim, j.ID); err != nil {
 			return nil, err
@@ -434,16 +433,6 @@ func claimSQL(now, leaseExp, worker, queue, cond, kind string, kinds int, n stri
 		RETURNING ` + qualified("j", jobCols)
 }
 
-func claimOrder(a, b *app.Job) bool {
-	if a.Priority != b.Priority {
-		return a.Priority < b.Priority
-	}
-	if !a.RunAt.Equal(b.RunAt) {
-		return a.RunAt.Before(b.RunAt)
-	}
-	return a.ID < b.ID
-}
-
 // fenceErr explains why a fenced update of job id matched no row:
 // ErrLeaseLost if the job exists (in either table), else ErrNotFound.
 func (w *wtx) fenceErr(id int64) error {
@@ -464,32 +453,6 @@ func fenceErr(row pgx.Row, id int64) error {
 		return fmt.Errorf("job %d: %w", id, app.ErrNotFound)
 	}
 	return err
-}
-
-// Heartbeat implements app.Store.
-func (s *Store) Heartbeat(ctx context.Context, id, lease int64, extend time.Duration) (*app.Job, error) {
-	var job *app.Job
-	err := s.write(ctx, func(w *wtx) error {
-		job = nil
-		a := args{}
-		now := a.add(w.now) + "::timestamptz"
-		exp := now + ` + timeout_ms * interval '1 millisecond'`
-		if extend > 0 {
-			exp = now + ` + ` + a.add(extend.Milliseconds()) + `::bigint * interval '1 millisecond'`
-		}
-		q := `UPDATE jobs SET lease_expires_at = ` + exp + `, updated_at = ` + now + `
-			WHERE id = ` + a.add(id) + ` AND lease = ` + a.add(lease) + ` AND status = 'processing' RETURNING ` + jobCols
-		j, err := scanJob(w.queryRow(q, a...)) // a is complete only once q is built
-		if errors.Is(err, pgx.ErrNoRows) {
-			return w.fenceErr(id)
-		}
-		job = j
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("heartbeat: %w", mapErr(err))
-	}
-	return job, nil
 }
 
 // Complete implements app.Store: one statement completes the whole batch;
@@ -584,6 +547,11 @@ func (w *wtx) Job(id int64) (*app.Job, error) {
 func (w *wtx) Stale(limit int) ([]*app.Job, error) {
 	return scanJobs(w.query(`SELECT `+jobCols+` FROM jobs WHERE status = 'processing' AND lease_expires_at <= $1
 		ORDER BY lease_expires_at LIMIT $2 FOR UPDATE SKIP LOCKED`, w.now, limit))
+}
+
+// Extend implements app.Tx.
+func (w *wtx) Extend(j *app.Job, until time.Time) (*app.Job, error) {
+	return scanJob(w.queryRow(`UPDATE jobs SET lease_expires_at = $1, updated_at = $2 WHERE id = $3 RETURNING `+jobCols, until, w.now, j.ID))
 }
 
 // Requeue implements app.Tx.

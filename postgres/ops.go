@@ -184,15 +184,6 @@ func (s *Store) LastFire(ctx context.Context, entry string) (time.Time, error) {
 	return v.UTC(), nil
 }
 
-// RecordAudit implements app.Store.
-func (s *Store) RecordAudit(ctx context.Context, e app.AuditEntry) error {
-	err := s.write(ctx, func(w *wtx) error { return w.Audit(&e, e.Count) })
-	if err != nil {
-		return fmt.Errorf("record audit: %w", mapErr(err))
-	}
-	return nil
-}
-
 // ListAudit implements app.Store.
 func (s *Store) ListAudit(ctx context.Context, f app.AuditFilter) ([]app.AuditEntry, error) {
 	if err := s.enter(); err != nil {

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -309,7 +309,7 @@ func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, er
 			return err
 		}
 		rows.Close()
-		sort.Slice(out, func(a, b int) bool { return claimOrder(out[a], out[b]) })
+		slices.SortFunc(out, app.ClaimOrder)
 		for _, j := range out {
 			if err := w.Fault(app.FaultClaim, j.ID); err != nil {
 				return err
@@ -375,16 +375,6 @@ func claimSQL(leaseExp string, kinds int) string {
 		RETURNING ` + claimCols
 }
 
-func claimOrder(a, b *app.Job) bool {
-	if a.Priority != b.Priority {
-		return a.Priority < b.Priority
-	}
-	if !a.RunAt.Equal(b.RunAt) {
-		return a.RunAt.Before(b.RunAt)
-	}
-	return a.ID < b.ID
-}
-
 // fenceErr explains why a fenced update of job id matched no row:
 // ErrLeaseLost if the job exists (in either table), else ErrNotFound.
 func (w *wtx) fenceErr(id int64) error {
@@ -397,29 +387,6 @@ func (w *wtx) fenceErr(id int64) error {
 		return fmt.Errorf("job %d: %w", id, app.ErrNotFound)
 	}
 	return err
-}
-
-// Heartbeat implements app.Store.
-func (s *Store) Heartbeat(ctx context.Context, id, lease int64, extend time.Duration) (*app.Job, error) {
-	var job *app.Job
-	err := s.write(ctx, func(w *wtx) error {
-		exp, args := `? + timeout_ms`, []any{ms(w.now)}
-		if extend > 0 {
-			exp, args = `? + ?`, append(args, extend.Milliseconds())
-		}
-		args = append(args, ms(w.now), id, lease)
-		j, err := scanJob(w.queryRow(`UPDATE jobs SET lease_expires_at = `+exp+`, updated_at = ?
-			WHERE id = ? AND lease = ? AND status = 'processing' RETURNING `+jobCols, args...))
-		if errors.Is(err, sql.ErrNoRows) {
-			return w.fenceErr(id)
-		}
-		job = j
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("heartbeat: %w", mapErr(err))
-	}
-	return job, nil
 }
 
 // Complete implements app.Store. One statement completes up to

@@ -295,15 +295,6 @@ func (s *Store) LastFire(ctx context.Context, entry string) (time.Time, error) {
 	return fromMS(v.Int64), nil
 }
 
-// RecordAudit implements app.Store.
-func (s *Store) RecordAudit(ctx context.Context, e app.AuditEntry) error {
-	err := s.write(ctx, func(w *wtx) error { return w.Audit(&e, e.Count) })
-	if err != nil {
-		return fmt.Errorf("record audit: %w", mapErr(err))
-	}
-	return nil
-}
-
 // ListAudit implements app.Store.
 func (s *Store) ListAudit(ctx context.Context, f app.AuditFilter) ([]app.AuditEntry, error) {
 	w := &where{}

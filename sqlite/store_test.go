@@ -226,7 +226,7 @@ func TestGroupCommitFailsRequestsAlone(t *testing.T) {
 				errs <- err
 				return
 			}
-			_, err := s.Heartbeat(ctx, int64(1_000_000+i), 1, 0) // no such job
+			_, err := app.Heartbeat(ctx, s, int64(1_000_000+i), 1, 0) // no such job
 			if !errors.Is(err, app.ErrNotFound) {
 				errs <- fmt.Errorf("heartbeat of a missing job: %v", err)
 				return

@@ -67,6 +67,11 @@ func (w *wtx) jobs(q string, args ...any) ([]*app.Job, error) {
 	return collect(rows, err, scanJob)
 }
 
+// Extend implements app.Tx.
+func (w *wtx) Extend(j *app.Job, until time.Time) (*app.Job, error) {
+	return scanJob(w.queryRow(`UPDATE jobs SET lease_expires_at = ?, updated_at = ? WHERE id = ? RETURNING `+jobCols, ms(until), ms(w.now), j.ID))
+}
+
 // Requeue implements app.Tx.
 func (w *wtx) Requeue(j *app.Job, runAt time.Time, giveBack bool) (*app.Job, error) {
 	q := `UPDATE jobs SET status = 'queued', run_at = ?, errors = ?, updated_at = ?,

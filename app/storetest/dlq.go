@@ -531,7 +531,7 @@ func testAuditRecordsAdminActions(e *env) {
 	}
 	d := e.deadLetter(e.submitOne("q", "k"))
 	app.Replay(e.ctx, e.s, app.ReplayRequest{Filter: app.DeadFilter{IDs: []int64{d.ID}}, Audit: &app.AuditEntry{Actor: "local", Action: "dlq.replay"}})
-	e.s.RecordAudit(e.ctx, app.AuditEntry{Actor: "ci", Action: "dlq.purge", Filter: []byte(`{"queue":"q"}`), Count: 12})
+	app.RecordAudit(e.ctx, e.s, app.AuditEntry{Actor: "ci", Action: "dlq.purge", Filter: []byte(`{"queue":"q"}`), Count: 12})
 	got, err := e.s.ListAudit(e.ctx, app.AuditFilter{})
 	if err != nil || len(got) != 3 {
 		e.t.Fatalf("audit: %+v %v", got, err)

@@ -549,28 +549,28 @@ func testHeartbeatExtendsAndIsFenced(e *env) {
 	e.submitOne("q", "k", withTimeout(10*time.Second))
 	c := e.claimOne("q")
 	e.clock.Advance(5 * time.Second)
-	j, err := e.s.Heartbeat(e.ctx, c.ID, c.Lease, 0)
+	j, err := app.Heartbeat(e.ctx, e.s, c.ID, c.Lease, 0)
 	if err != nil {
 		e.t.Fatalf("Heartbeat: %v", err)
 	}
 	if !j.LeaseExpiresAt.Equal(T0.Add(15 * time.Second)) {
 		e.t.Fatalf("after heartbeat (no extend): lease_expires_at %v, want now+timeout %v", j.LeaseExpiresAt, T0.Add(15*time.Second))
 	}
-	j, err = e.s.Heartbeat(e.ctx, c.ID, c.Lease, time.Minute)
+	j, err = app.Heartbeat(e.ctx, e.s, c.ID, c.Lease, time.Minute)
 	if err != nil || !j.LeaseExpiresAt.Equal(T0.Add(65*time.Second)) {
 		e.t.Fatalf("heartbeat extend 1m: %v %v", j, err)
 	}
-	if _, err := e.s.Heartbeat(e.ctx, c.ID, c.Lease+1, 0); !errors.Is(err, app.ErrLeaseLost) {
+	if _, err := app.Heartbeat(e.ctx, e.s, c.ID, c.Lease+1, 0); !errors.Is(err, app.ErrLeaseLost) {
 		e.t.Fatalf("heartbeat with a wrong lease: %v, want ErrLeaseLost", err)
 	}
-	if _, err := e.s.Heartbeat(e.ctx, 999999, 1, 0); !errors.Is(err, app.ErrNotFound) {
+	if _, err := app.Heartbeat(e.ctx, e.s, 999999, 1, 0); !errors.Is(err, app.ErrNotFound) {
 		e.t.Fatalf("heartbeat of an unknown job: %v, want ErrNotFound", err)
 	}
 	// The cancel request shows on the heartbeat.
 	if _, err := app.Cancel(e.ctx, e.s, app.CancelRequest{ID: c.ID}); err != nil {
 		e.t.Fatal(err)
 	}
-	j, err = e.s.Heartbeat(e.ctx, c.ID, c.Lease, 0)
+	j, err = app.Heartbeat(e.ctx, e.s, c.ID, c.Lease, 0)
 	if err != nil || !j.CancelRequested {
 		e.t.Fatalf("heartbeat after a cancel request: cancel_requested=%v err=%v", j != nil && j.CancelRequested, err)
 	}
@@ -587,7 +587,7 @@ func testStaleLeaseChangesNothing(e *env) {
 	second := e.claimOne("q") // the same job, a new lease
 	before := e.get(second.ID)
 	stale := first.Lease
-	if _, err := e.s.Heartbeat(e.ctx, first.ID, stale, 0); !errors.Is(err, app.ErrLeaseLost) {
+	if _, err := app.Heartbeat(e.ctx, e.s, first.ID, stale, 0); !errors.Is(err, app.ErrLeaseLost) {
 		e.t.Errorf("stale heartbeat: %v, want ErrLeaseLost", err)
 	}
 	errs, err := e.s.Complete(e.ctx, []app.Completion{{ID: first.ID, Lease: stale, Result: json.RawMessage(`"x"`)}})
