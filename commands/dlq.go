@@ -44,48 +44,14 @@ func dlqCommand() *cli.Command {
 				Usage:     "list dead-letter rows, newest first",
 				UsageText: "queue dlq list [--queue Q] [--kind K] [--tag T] [--reason R] [--limit N] [--json]\n\nExample:\n  queue dlq list --reason max_attempts",
 				Flags:     withFlags(serverFlags(), filterFlags(true), []cli.Flag{&cli.IntFlag{Name: "limit", Value: 50}, &cli.StringFlag{Name: "cursor"}, jsonFlag()}),
-				Action: func(c *cli.Context) error {
-					page, err := newClient(c).ListDead(c.Context, client.DeadListOptions{Queue: c.String("queue"), Kind: c.String("kind"),
-						Tag: c.String("tag"), Reason: c.String("reason"), Limit: c.Int("limit"), Cursor: c.String("cursor")})
-					if err != nil {
-						return remoteErr(c, err)
-					}
-					if c.Bool("json") {
-						return printJSON(c.App.Writer, page)
-					}
-					tw := table(c.App.Writer)
-					fmt.Fprintln(tw, "ID\tQUEUE\tKIND\tREASON\tATTEMPTS\tMOVED\tREPLAYS\tLAST ERROR")
-					for _, d := range page.Jobs {
-						fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%d\t%s\n", d.ID, d.Queue, d.Kind, d.Reason, d.Attempts, d.MaxAttempts,
-							age(d.MovedAt), d.ResurrectionCount, app.TruncateString(firstLine(d.LastError), 60))
-					}
-					tw.Flush()
-					if page.NextCursor != "" {
-						fmt.Fprintf(c.App.ErrWriter, "more: --cursor %s\n", page.NextCursor)
-					}
-					return nil
-				},
+				Action:    dlqList,
 			},
 			{
 				Name:      "show",
 				Usage:     "show one dead-letter row",
 				UsageText: "queue dlq show ID [--json]\n\nExample:\n  queue dlq show 42",
 				Flags:     withFlags(serverFlags(), []cli.Flag{jsonFlag()}),
-				Action: func(c *cli.Context) error {
-					id, err := idArg(c, "dead-letter")
-					if err != nil {
-						return err
-					}
-					d, err := newClient(c).GetDead(c.Context, id)
-					if err != nil {
-						return remoteErr(c, err)
-					}
-					if c.Bool("json") {
-						return printJSON(c.App.Writer, d)
-					}
-					printJob(c.App.Writer, d.AsJob())
-					return nil
-				},
+				Action:    dlqShow,
 			},
 			{
 				Name:  "replay",
@@ -127,112 +93,196 @@ func firstLine(s string) string {
 	return s
 }
 
+// dlqList prints a page of dead-letter rows, newest first.
+func dlqList(c *cli.Context) error {
+	page, err := newClient(c).ListDead(c.Context, client.DeadListOptions{Queue: c.String("queue"), Kind: c.String("kind"),
+		Tag: c.String("tag"), Reason: c.String("reason"), Limit: c.Int("limit"), Cursor: c.String("cursor")})
+	if err != nil {
+		return remoteErr(c, err)
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, page)
+	}
+	tw := table(c.App.Writer)
+	fmt.Fprintln(tw, "ID\tQUEUE\tKIND\tREASON\tATTEMPTS\tMOVED\tREPLAYS\tLAST ERROR")
+	for _, d := range page.Jobs {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%d\t%s\n", d.ID, d.Queue, d.Kind, d.Reason, d.Attempts, d.MaxAttempts,
+			age(d.MovedAt), d.ResurrectionCount, app.TruncateString(firstLine(d.LastError), 60))
+	}
+	tw.Flush()
+	if page.NextCursor != "" {
+		fmt.Fprintf(c.App.ErrWriter, "more: --cursor %s\n", page.NextCursor)
+	}
+	return nil
+}
+
+// dlqShow prints one dead-letter row.
+func dlqShow(c *cli.Context) error {
+	id, err := idArg(c, "dead-letter")
+	if err != nil {
+		return err
+	}
+	d, err := newClient(c).GetDead(c.Context, id)
+	if err != nil {
+		return remoteErr(c, err)
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, d)
+	}
+	printJob(c.App.Writer, d.AsJob())
+	return nil
+}
+
+// dlqAction runs replay, purge or move (action is app.BulkReplay, BulkPurge
+// or BulkMove): on the one dead-letter row an argument names, or on what the
+// filter flags pick, after a confirmation where the action destroys.
 func dlqAction(c *cli.Context, action string) error {
+	when, err := replayWhen(c, action)
+	if err != nil {
+		return err
+	}
+	if c.NArg() > 0 {
+		return dlqOne(c, action, when)
+	}
+	in, err := bulkInput(c, action, when)
+	if err != nil {
+		return err
+	}
 	cl := newClient(c)
-	var runIn app.ReplayInput
-	if action == app.BulkReplay {
-		if v := c.String("delay"); v != "" {
-			d, err := app.ParseDuration(v)
-			if err != nil {
-				return usagef("--delay: %v", err)
-			}
-			ad := app.Duration(d)
-			runIn.Delay = &ad
-		}
-		runIn.RunAt = c.Timestamp("run-at")
-	}
-	if c.NArg() > 0 { // one row
-		if action == app.BulkMove {
-			return usagef("move works on filters, not ids; to move one job: `queue dlq move --queue Q --kind K`")
-		}
-		id, err := idArg(c, "dead-letter")
-		if err != nil {
-			return err
-		}
-		if action == app.BulkReplay {
-			job, err := cl.Replay(c.Context, id, runIn)
-			if err != nil {
-				return remoteErr(c, err)
-			}
-			if c.Bool("json") {
-				return printJSON(c.App.Writer, job)
-			}
-			fmt.Fprintf(c.App.Writer, "dead-letter row %d replayed as job %d\n", id, job.ID)
-			return nil
-		}
-		if err := cl.Purge(c.Context, id); err != nil {
-			return remoteErr(c, err)
-		}
-		if c.Bool("json") {
-			return printJSON(c.App.Writer, map[string]any{"count": 1})
-		}
-		fmt.Fprintf(c.App.Writer, "dead-letter row %d purged\n", id)
-		return nil
-	}
-	in := app.BulkInput{Queue: c.String("queue"), Kind: c.String("kind"), Tag: c.String("tag"), AllowAll: c.Bool("all"), DryRun: c.Bool("dry-run")}
-	if action != app.BulkMove {
-		in.Reason = c.String("reason")
-	}
-	if action == app.BulkPurge {
-		if v := c.String("older-than"); v != "" {
-			d, err := app.ParseDuration(v)
-			if err != nil {
-				return usagef("--older-than: %v", err)
-			}
-			ad := app.Duration(d)
-			in.OlderThan = &ad
-		}
-	}
-	if action == app.BulkReplay {
-		in.Rate, in.RunAt, in.Delay = c.Float64("rate"), runIn.RunAt, runIn.Delay
-	}
-	if in.Queue == "" && in.Kind == "" && in.Tag == "" && in.Reason == "" && in.OlderThan == nil && !in.AllowAll {
-		flags := "--queue, --kind, --tag, --reason"
-		if action == app.BulkPurge {
-			flags += ", --older-than"
-		}
-		if action == app.BulkMove {
-			flags = "--queue, --kind, --tag"
-		}
-		return usagef("dlq %s needs a filter (%s) or --all to act on everything", action, flags)
-	}
-	if !in.DryRun && !c.Bool("yes") && (action == app.BulkPurge || action == app.BulkMove) {
-		dry := in
-		dry.DryRun = true
-		res, err := cl.Bulk(c.Context, action, dry)
-		if err != nil {
-			return remoteErr(c, err)
-		}
-		what := "purge " + strconv.Itoa(res.Count) + " dead-letter rows"
-		if action == app.BulkMove {
-			what = "move " + strconv.Itoa(res.Count) + " queued jobs to the dead-letter queue"
-		}
-		ok, err := confirm(c, "About to "+what+". Go on?")
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return cli.Exit("nothing changed", 1)
-		}
+	if err := confirmBulk(c, cl, action, in); err != nil {
+		return err
 	}
 	res, err := cl.Bulk(c.Context, action, in)
 	if err != nil {
 		return remoteErr(c, err)
 	}
+	return printBulk(c, action, res)
+}
+
+// replayWhen reads when the new jobs of a replay run (--delay, --run-at);
+// other actions have no such flags.
+func replayWhen(c *cli.Context, action string) (app.ReplayInput, error) {
+	var in app.ReplayInput
+	if action != app.BulkReplay {
+		return in, nil
+	}
+	if v := c.String("delay"); v != "" {
+		d, err := app.ParseDuration(v)
+		if err != nil {
+			return in, usagef("--delay: %v", err)
+		}
+		ad := app.Duration(d)
+		in.Delay = &ad
+	}
+	in.RunAt = c.Timestamp("run-at")
+	return in, nil
+}
+
+// dlqOne replays or purges the dead-letter row the argument names. Move
+// takes queued jobs by filter only.
+func dlqOne(c *cli.Context, action string, when app.ReplayInput) error {
+	if action == app.BulkMove {
+		return usagef("move works on filters, not ids; to move one job: `queue dlq move --queue Q --kind K`")
+	}
+	id, err := idArg(c, "dead-letter")
+	if err != nil {
+		return err
+	}
+	cl := newClient(c)
+	if action == app.BulkReplay {
+		job, err := cl.Replay(c.Context, id, when)
+		if err != nil {
+			return remoteErr(c, err)
+		}
+		if c.Bool("json") {
+			return printJSON(c.App.Writer, job)
+		}
+		fmt.Fprintf(c.App.Writer, "dead-letter row %d replayed as job %d\n", id, job.ID)
+		return nil
+	}
+	if err := cl.Purge(c.Context, id); err != nil {
+		return remoteErr(c, err)
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, map[string]any{"count": 1})
+	}
+	fmt.Fprintf(c.App.Writer, "dead-letter row %d purged\n", id)
+	return nil
+}
+
+// bulkInput is a bulk action's filter from its flags. Without a filter or
+// --all it is a usage error naming the filter flags the action takes, so a
+// forgotten flag never acts on everything.
+func bulkInput(c *cli.Context, action string, when app.ReplayInput) (app.BulkInput, error) {
+	in := app.BulkInput{Queue: c.String("queue"), Kind: c.String("kind"), Tag: c.String("tag"), AllowAll: c.Bool("all"), DryRun: c.Bool("dry-run")}
+	flags := "--queue, --kind, --tag"
+	switch action {
+	case app.BulkReplay:
+		in.Reason = c.String("reason")
+		in.Rate, in.RunAt, in.Delay = c.Float64("rate"), when.RunAt, when.Delay
+		flags += ", --reason"
+	case app.BulkPurge:
+		in.Reason = c.String("reason")
+		if v := c.String("older-than"); v != "" {
+			d, err := app.ParseDuration(v)
+			if err != nil {
+				return in, usagef("--older-than: %v", err)
+			}
+			ad := app.Duration(d)
+			in.OlderThan = &ad
+		}
+		flags += ", --reason, --older-than"
+	}
+	if in.Queue == "" && in.Kind == "" && in.Tag == "" && in.Reason == "" && in.OlderThan == nil && !in.AllowAll {
+		return in, usagef("dlq %s needs a filter (%s) or --all to act on everything", action, flags)
+	}
+	return in, nil
+}
+
+// confirmBulk asks on a terminal before a purge or a move, naming how many
+// rows or jobs a dry run found; a dry run, --yes and a replay (which
+// destroys nothing) do not ask. A "no" ends the command with exit code 1.
+func confirmBulk(c *cli.Context, cl *client.Client, action string, in app.BulkInput) error {
+	if in.DryRun || c.Bool("yes") || (action != app.BulkPurge && action != app.BulkMove) {
+		return nil
+	}
+	dry := in
+	dry.DryRun = true
+	res, err := cl.Bulk(c.Context, action, dry)
+	if err != nil {
+		return remoteErr(c, err)
+	}
+	what := "purge " + strconv.Itoa(res.Count) + " dead-letter rows"
+	if action == app.BulkMove {
+		what = "move " + strconv.Itoa(res.Count) + " queued jobs to the dead-letter queue"
+	}
+	ok, err := confirm(c, "About to "+what+". Go on?")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return cli.Exit("nothing changed", 1)
+	}
+	return nil
+}
+
+// printBulk prints what a bulk action did, or what it would have done and a
+// sample of it after a dry run.
+func printBulk(c *cli.Context, action string, res *app.BulkResult) error {
 	if c.Bool("json") {
 		return printJSON(c.App.Writer, res)
 	}
 	verb := map[string]string{app.BulkReplay: "replayed", app.BulkPurge: "purged", app.BulkMove: "moved"}[action]
-	if res.DryRun {
-		fmt.Fprintf(c.App.Writer, "would have %s %d\n", verb, res.Count)
-		for _, d := range res.Sample {
-			fmt.Fprintf(c.App.Writer, "  %d %s %s %s\n", d.ID, d.Queue, d.Kind, d.Reason)
-		}
-		for _, j := range res.Jobs {
-			fmt.Fprintf(c.App.Writer, "  %d %s %s\n", j.ID, j.Queue, j.Kind)
-		}
+	if !res.DryRun {
+		fmt.Fprintf(c.App.Writer, "%s %d\n", verb, res.Count)
 		return nil
 	}
-	fmt.Fprintf(c.App.Writer, "%s %d\n", verb, res.Count)
+	fmt.Fprintf(c.App.Writer, "would have %s %d\n", verb, res.Count)
+	for _, d := range res.Sample {
+		fmt.Fprintf(c.App.Writer, "  %d %s %s %s\n", d.ID, d.Queue, d.Kind, d.Reason)
+	}
+	for _, j := range res.Jobs {
+		fmt.Fprintf(c.App.Writer, "  %d %s %s\n", j.ID, j.Queue, j.Kind)
+	}
 	return nil
 }
