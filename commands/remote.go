@@ -128,73 +128,98 @@ func submitCommand() *cli.Command {
 			&cli.BoolFlag{Name: "wait", Usage: "wait until the job is finished; exit 0 only if it is done"},
 			jsonFlag(),
 		}),
-		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return usagef("submit takes no arguments (got %q); give the payload with --payload", c.Args().First())
-			}
-			if c.String("kind") == "" {
-				return usagef("--kind is required, e.g. --kind email.send")
-			}
-			in := app.SubmitInput{Queue: c.String("queue"), Kind: c.String("kind"), Tags: c.StringSlice("tag"), IdempotencyKey: c.String("idempotency-key")}
-			if p := c.String("payload"); p != "" {
-				raw, err := readPayload(c, p)
-				if err != nil {
-					return err
-				}
-				in.Payload = raw
-			}
-			if c.IsSet("priority") {
-				v := c.Int("priority")
-				in.Priority = &v
-			}
-			if c.IsSet("max-attempts") {
-				v := c.Int("max-attempts")
-				in.MaxAttempts = &v
-			}
-			for _, d := range []struct {
-				flag string
-				dst  **app.Duration
-			}{{"delay", &in.Delay}, {"timeout", &in.Timeout}, {"ttl", &in.TTL}} {
-				if v := c.String(d.flag); v != "" {
-					dur, err := app.ParseDuration(v)
-					if err != nil {
-						return usagef("--%s: %v", d.flag, err)
-					}
-					ad := app.Duration(dur)
-					*d.dst = &ad
-				}
-			}
-			if t := c.Timestamp("run-at"); t != nil {
-				in.RunAt = t
-			}
-			cl := newClient(c)
-			res, err := cl.Submit(c.Context, in)
-			if err != nil {
-				return remoteErr(c, err)
-			}
-			job := res.Job
-			if c.Bool("wait") {
-				for !job.Status.Terminal() && job.Status != app.StatusDeadLetter {
-					if job, err = cl.Get(c.Context, res.Job.ID, client.GetOptions{Wait: 60 * time.Second}); err != nil {
-						return remoteErr(c, err)
-					}
-				}
-			}
-			if c.Bool("json") {
-				printJSON(c.App.Writer, job)
-			} else {
-				fmt.Fprintln(c.App.Writer, job.ID)
-			}
-			if c.Bool("wait") && job.Status != app.StatusDone {
-				msg := fmt.Sprintf("job %d ended %s", job.ID, job.Status)
-				if job.DeadLetter != nil && job.DeadLetter.LastError != "" {
-					msg += ": " + job.DeadLetter.LastError
-				}
-				return cli.Exit(msg, 1)
-			}
-			return nil
-		},
+		Action: submit,
 	}
+}
+
+// submit submits one job and prints its id (or the job, with --json); with
+// --wait it prints the job once finished and exits 1 unless it is done.
+func submit(c *cli.Context) error {
+	in, err := submitInput(c)
+	if err != nil {
+		return err
+	}
+	cl := newClient(c)
+	res, err := cl.Submit(c.Context, in)
+	if err != nil {
+		return remoteErr(c, err)
+	}
+	job := res.Job
+	if c.Bool("wait") {
+		if job, err = waitFinished(c, cl, job); err != nil {
+			return err
+		}
+	}
+	if c.Bool("json") {
+		printJSON(c.App.Writer, job)
+	} else {
+		fmt.Fprintln(c.App.Writer, job.ID)
+	}
+	if c.Bool("wait") && job.Status != app.StatusDone {
+		msg := fmt.Sprintf("job %d ended %s", job.ID, job.Status)
+		if job.DeadLetter != nil && job.DeadLetter.LastError != "" {
+			msg += ": " + job.DeadLetter.LastError
+		}
+		return cli.Exit(msg, 1)
+	}
+	return nil
+}
+
+// submitInput is the job the flags of submit describe; a missing --kind,
+// an argument, or a payload or duration that does not parse is a usage error.
+func submitInput(c *cli.Context) (app.SubmitInput, error) {
+	if c.NArg() > 0 {
+		return app.SubmitInput{}, usagef("submit takes no arguments (got %q); give the payload with --payload", c.Args().First())
+	}
+	if c.String("kind") == "" {
+		return app.SubmitInput{}, usagef("--kind is required, e.g. --kind email.send")
+	}
+	in := app.SubmitInput{Queue: c.String("queue"), Kind: c.String("kind"), Tags: c.StringSlice("tag"), IdempotencyKey: c.String("idempotency-key")}
+	if p := c.String("payload"); p != "" {
+		raw, err := readPayload(c, p)
+		if err != nil {
+			return in, err
+		}
+		in.Payload = raw
+	}
+	if c.IsSet("priority") {
+		v := c.Int("priority")
+		in.Priority = &v
+	}
+	if c.IsSet("max-attempts") {
+		v := c.Int("max-attempts")
+		in.MaxAttempts = &v
+	}
+	for _, d := range []struct {
+		flag string
+		dst  **app.Duration
+	}{{"delay", &in.Delay}, {"timeout", &in.Timeout}, {"ttl", &in.TTL}} {
+		if v := c.String(d.flag); v != "" {
+			dur, err := app.ParseDuration(v)
+			if err != nil {
+				return in, usagef("--%s: %v", d.flag, err)
+			}
+			ad := app.Duration(dur)
+			*d.dst = &ad
+		}
+	}
+	if t := c.Timestamp("run-at"); t != nil {
+		in.RunAt = t
+	}
+	return in, nil
+}
+
+// waitFinished waits, a long poll at a time, until job is done, cancelled
+// or dead-lettered, and returns it as it ended.
+func waitFinished(c *cli.Context, cl *client.Client, job *app.Job) (*app.Job, error) {
+	id := job.ID
+	for !job.Status.Terminal() && job.Status != app.StatusDeadLetter {
+		var err error
+		if job, err = cl.Get(c.Context, id, client.GetOptions{Wait: 60 * time.Second}); err != nil {
+			return nil, remoteErr(c, err)
+		}
+	}
+	return job, nil
 }
 
 func readPayload(c *cli.Context, p string) (json.RawMessage, error) {
@@ -234,75 +259,84 @@ func jobsCommand() *cli.Command {
 					&cli.IntFlag{Name: "limit", Value: 50}, &cli.StringFlag{Name: "cursor", Usage: "next_cursor of the previous page"},
 					jsonFlag(),
 				}),
-				Action: func(c *cli.Context) error {
-					page, err := newClient(c).List(c.Context, client.ListOptions{Queue: c.String("queue"), Kind: c.String("kind"),
-						Status: c.String("status"), Tag: c.String("tag"), Limit: c.Int("limit"), Cursor: c.String("cursor")})
-					if err != nil {
-						return remoteErr(c, err)
-					}
-					if c.Bool("json") {
-						return printJSON(c.App.Writer, page)
-					}
-					tw := table(c.App.Writer)
-					fmt.Fprintln(tw, "ID\tQUEUE\tKIND\tSTATUS\tATTEMPTS\tRUN AT\tCREATED")
-					for _, j := range page.Jobs {
-						fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", j.ID, j.Queue, j.Kind, j.Status, j.Attempts, j.MaxAttempts, age(j.RunAt), age(j.CreatedAt))
-					}
-					tw.Flush()
-					if page.NextCursor != "" {
-						fmt.Fprintf(c.App.ErrWriter, "more: --cursor %s\n", page.NextCursor)
-					}
-					return nil
-				},
+				Action: jobsList,
 			},
 			{
 				Name:      "show",
 				Usage:     "show one job",
 				UsageText: "queue jobs show ID\n\nExample:\n  queue jobs show 42 --json",
 				Flags:     withFlags(serverFlags(), []cli.Flag{jsonFlag(), &cli.BoolFlag{Name: "events", Usage: "include lifecycle events"}}),
-				Action: func(c *cli.Context) error {
-					id, err := idArg(c, "job")
-					if err != nil {
-						return err
-					}
-					job, err := newClient(c).Get(c.Context, id, client.GetOptions{Events: c.Bool("events") || !c.Bool("json")})
-					if err != nil {
-						return remoteErr(c, err)
-					}
-					if c.Bool("json") {
-						return printJSON(c.App.Writer, job)
-					}
-					printJob(c.App.Writer, job)
-					return nil
-				},
+				Action:    jobsShow,
 			},
 			{
 				Name:      "cancel",
 				Usage:     "cancel a queued job, or ask a running one to stop",
 				UsageText: "queue jobs cancel ID\n\nExample:\n  queue jobs cancel 42",
 				Flags:     withFlags(serverFlags(), []cli.Flag{jsonFlag()}),
-				Action: func(c *cli.Context) error {
-					id, err := idArg(c, "job")
-					if err != nil {
-						return err
-					}
-					job, err := newClient(c).Cancel(c.Context, id)
-					if err != nil {
-						return remoteErr(c, err)
-					}
-					if c.Bool("json") {
-						return printJSON(c.App.Writer, job)
-					}
-					if job.Status == app.StatusProcessing {
-						fmt.Fprintf(c.App.Writer, "job %d: cancel requested; its worker stops it at the next heartbeat\n", id)
-					} else {
-						fmt.Fprintf(c.App.Writer, "job %d: cancelled\n", id)
-					}
-					return nil
-				},
+				Action:    jobsCancel,
 			},
 		},
 	}
+}
+
+// jobsList prints a page of jobs, newest first.
+func jobsList(c *cli.Context) error {
+	page, err := newClient(c).List(c.Context, client.ListOptions{Queue: c.String("queue"), Kind: c.String("kind"),
+		Status: c.String("status"), Tag: c.String("tag"), Limit: c.Int("limit"), Cursor: c.String("cursor")})
+	if err != nil {
+		return remoteErr(c, err)
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, page)
+	}
+	tw := table(c.App.Writer)
+	fmt.Fprintln(tw, "ID\tQUEUE\tKIND\tSTATUS\tATTEMPTS\tRUN AT\tCREATED")
+	for _, j := range page.Jobs {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", j.ID, j.Queue, j.Kind, j.Status, j.Attempts, j.MaxAttempts, age(j.RunAt), age(j.CreatedAt))
+	}
+	tw.Flush()
+	if page.NextCursor != "" {
+		fmt.Fprintf(c.App.ErrWriter, "more: --cursor %s\n", page.NextCursor)
+	}
+	return nil
+}
+
+// jobsShow prints one job; as a table it includes its events.
+func jobsShow(c *cli.Context) error {
+	id, err := idArg(c, "job")
+	if err != nil {
+		return err
+	}
+	job, err := newClient(c).Get(c.Context, id, client.GetOptions{Events: c.Bool("events") || !c.Bool("json")})
+	if err != nil {
+		return remoteErr(c, err)
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, job)
+	}
+	printJob(c.App.Writer, job)
+	return nil
+}
+
+// jobsCancel cancels a queued job, or asks the worker of a running one to stop it.
+func jobsCancel(c *cli.Context) error {
+	id, err := idArg(c, "job")
+	if err != nil {
+		return err
+	}
+	job, err := newClient(c).Cancel(c.Context, id)
+	if err != nil {
+		return remoteErr(c, err)
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, job)
+	}
+	if job.Status == app.StatusProcessing {
+		fmt.Fprintf(c.App.Writer, "job %d: cancel requested; its worker stops it at the next heartbeat\n", id)
+	} else {
+		fmt.Fprintf(c.App.Writer, "job %d: cancelled\n", id)
+	}
+	return nil
 }
 
 func printJob(w io.Writer, j *app.Job) {
