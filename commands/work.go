@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 
 	"github.com/queuehq/queue/app"
@@ -53,47 +54,72 @@ func workCommand() *cli.Command {
 	}
 }
 
+// work runs COMMAND for each job of a queue until a signal, then lets the
+// running ones finish within --grace (see workCommand).
 func work(c *cli.Context) error {
+	env, err := workFlags(c)
+	if err != nil {
+		return err
+	}
+	log := newLogger(c.App.ErrWriter, c.String("log-format"), c.String("log-level")).With().Str("component", "worker").Logger()
+	cl := newClient(c)
+	p := workPool(c, cl, env, log)
+	if err := reachServer(c, cl, log); err != nil {
+		return err
+	}
+	if err := p.Start(c.Context); err != nil {
+		return usagef("%v", err)
+	}
+	<-c.Context.Done()
+	stopWork(c, p, log)
+	return nil
+}
+
+// workFlags checks the flags of work and returns the --env variables.
+func workFlags(c *cli.Context) (map[string]string, error) {
 	argv := c.Args().Slice()
 	if len(argv) == 0 || argv[0] == "" {
-		return usagef("give the command to run for each job after --, e.g. `queue work --queue %s -- ./handle-job.sh`", c.String("queue"))
+		return nil, usagef("give the command to run for each job after --, e.g. `queue work --queue %s -- ./handle-job.sh`", c.String("queue"))
 	}
 	switch c.String("log-format") {
 	case "", "console", "json":
 	default:
-		return usagef("--log-format %q: want console or json", c.String("log-format"))
+		return nil, usagef("--log-format %q: want console or json", c.String("log-format"))
 	}
 	if c.Int("concurrency") < 1 || c.Int("concurrency") > app.MaxClaim {
-		return usagef("--concurrency %d: want 1 to %d", c.Int("concurrency"), app.MaxClaim)
+		return nil, usagef("--concurrency %d: want 1 to %d", c.Int("concurrency"), app.MaxClaim)
 	}
 	for _, d := range []string{"grace", "timeout", "kill-grace", "poll-wait"} {
 		if c.Duration(d) < 0 {
-			return usagef("--%s must not be negative", d)
+			return nil, usagef("--%s must not be negative", d)
 		}
 	}
 	if c.Duration("poll-wait") > app.MaxWait {
-		return usagef("--poll-wait is at most %s", app.MaxWait)
+		return nil, usagef("--poll-wait is at most %s", app.MaxWait)
 	}
 	env := map[string]string{}
 	for _, kv := range c.StringSlice("env") {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return usagef("--env %q: want KEY=VALUE", kv)
+			return nil, usagef("--env %q: want KEY=VALUE", kv)
 		}
 		env[k] = v
 	}
 	for _, name := range c.StringSlice("pass-env") {
 		if err := worker.ValidatePassEnv(name); err != nil {
-			return usagef("--pass-env %v", err)
+			return nil, usagef("--pass-env %v", err)
 		}
 	}
-	log := newLogger(c.App.ErrWriter, c.String("log-format"), c.String("log-level")).With().Str("component", "worker").Logger()
-	cl := newClient(c)
+	return env, nil
+}
+
+// workPool is the Pool the flags of work describe, over the server cl talks to.
+func workPool(c *cli.Context, cl *client.Client, env map[string]string, log zerolog.Logger) *worker.Pool {
 	killGrace := c.Duration("kill-grace")
 	if killGrace == 0 {
 		killGrace = worker.DefaultKillGrace
 	}
-	p := &worker.Pool{
+	return &worker.Pool{
 		Backend:      cl,
 		Queue:        c.String("queue"),
 		Kinds:        c.StringSlice("kind"),
@@ -102,21 +128,32 @@ func work(c *cli.Context) error {
 		PollWait:     c.Duration("poll-wait"),
 		WorkerID:     c.String("worker-id"),
 		AbandonAfter: killGrace + 5*time.Second,
-		Handler:      worker.CommandHandler(worker.CommandConfig{Command: argv, Dir: c.String("dir"), Env: env, PassEnv: c.StringSlice("pass-env"), KillGrace: killGrace}),
+		Handler:      worker.CommandHandler(worker.CommandConfig{Command: c.Args().Slice(), Dir: c.String("dir"), Env: env, PassEnv: c.StringSlice("pass-env"), KillGrace: killGrace}),
 		Log:          log,
 	}
-	if err := cl.Ready(c.Context); err != nil {
-		var ce *client.Error
-		if errors.As(err, &ce) && ce.Status == http.StatusUnauthorized {
-			return fmt.Errorf("%s refused the token (401): pass the right --token or set QUEUE_TOKEN", c.String("server")) // it does not fix itself
-		}
-		log.Warn().Err(err).Str("server", c.String("server")).
-			Msg("server not reachable yet; retrying with backoff (is `queue serve` running there? set --server or QUEUE_SERVER)")
+}
+
+// reachServer asks the server whether it is ready. A refused token ends
+// work (it does not fix itself); a server not reachable yet is only
+// logged, since the pool retries with backoff.
+func reachServer(c *cli.Context, cl *client.Client, log zerolog.Logger) error {
+	err := cl.Ready(c.Context)
+	if err == nil {
+		return nil
 	}
-	if err := p.Start(c.Context); err != nil {
-		return usagef("%v", err)
+	var ce *client.Error
+	if errors.As(err, &ce) && ce.Status == http.StatusUnauthorized {
+		return fmt.Errorf("%s refused the token (401): pass the right --token or set QUEUE_TOKEN", c.String("server"))
 	}
-	<-c.Context.Done()
+	log.Warn().Err(err).Str("server", c.String("server")).
+		Msg("server not reachable yet; retrying with backoff (is `queue serve` running there? set --server or QUEUE_SERVER)")
+	return nil
+}
+
+// stopWork stops p after the first signal: no more claims, running jobs
+// get --grace to finish; a second signal stops them at once and gives
+// their jobs back.
+func stopWork(c *cli.Context, p *worker.Pool, log zerolog.Logger) {
 	log.Info().Dur("grace", c.Duration("grace")).Msg("signal received: no more claims; running jobs may finish (signal again to stop them now)")
 	again := make(chan os.Signal, 1)
 	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
@@ -132,5 +169,4 @@ func work(c *cli.Context) error {
 	}()
 	p.Stop(c.Duration("grace"))
 	close(stopped)
-	return nil
 }
