@@ -10,7 +10,6 @@ import (
 var (
 	queueRE = regexp.MustCompile(`^[A-Za-z0-9_.\-]{1,64}$`)
 	kindRE  = regexp.MustCompile(`^[A-Za-z0-9_.:\-]{1,128}$`)
-	nameRE  = regexp.MustCompile(`^[A-Za-z0-9_.\-]{1,64}$`)
 )
 
 // Limits of the contract that validation enforces.
