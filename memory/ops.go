@@ -64,8 +64,8 @@ func (s *Store) Stats(ctx context.Context) ([]app.QueueStats, error) {
 		t.Add(d.Queue, string(app.StatusDeadLetter), 1)
 	}
 	for k, c := range s.throughput {
-		if k.second > now.Unix()-60 {
-			t.LastMinute(k.queue, c[0], c[1])
+		if k.Second > now.Unix()-60 {
+			t.LastMinute(k.Queue, c.Completed, c.Failed)
 		}
 	}
 	return t.Stats(now), nil
@@ -81,17 +81,17 @@ func (s *Store) Throughput(ctx context.Context, since time.Time) ([]app.MinuteCo
 	}
 	sum := map[key]*app.MinuteCount{}
 	for k, c := range s.throughput {
-		if k.second < since.Unix() {
+		if k.Second < since.Unix() {
 			continue
 		}
-		mk := key{k.queue, k.second / 60 * 60}
+		mk := key{k.Queue, k.Second / 60 * 60}
 		m := sum[mk]
 		if m == nil {
-			m = &app.MinuteCount{Queue: k.queue, Minute: time.Unix(mk.minute, 0).UTC()}
+			m = &app.MinuteCount{Queue: k.Queue, Minute: time.Unix(mk.minute, 0).UTC()}
 			sum[mk] = m
 		}
-		m.Completed += c[0]
-		m.Failed += c[1]
+		m.Completed += c.Completed
+		m.Failed += c.Failed
 	}
 	out := make([]app.MinuteCount, 0, len(sum))
 	for _, m := range sum {
@@ -178,7 +178,7 @@ func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, e
 			}
 		case app.OldThroughput:
 			for k, c := range s.throughput {
-				if n < limit && k.second < req.Before.Unix() {
+				if n < limit && k.Second < req.Before.Unix() {
 					delete(s.throughput, k)
 					t.undo = append(t.undo, func() { s.throughput[k] = c })
 					n++

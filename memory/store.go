@@ -36,7 +36,7 @@ type Store struct {
 	queues     map[string]*queueState
 	fires      map[fireKey]int64 // periodic fire -> job id (0: skipped)
 	once       map[string]*app.OnceRecord
-	throughput map[countKey]*[2]int64
+	throughput map[app.CountKey]*app.CountVal
 	closed     bool
 }
 
@@ -52,29 +52,23 @@ type fireKey struct {
 	at    int64
 }
 
-type countKey struct {
-	queue  string
-	second int64
-}
-
 // New returns an empty Store.
 func New(opts app.StoreOptions) *Store {
 	return &Store{
 		opts: opts, clock: opts.ClockOrSystem(), notify: app.NewNotifier(),
 		jobs: map[int64]*app.Job{}, dead: map[int64]*app.DeadJob{},
 		queues: map[string]*queueState{}, fires: map[fireKey]int64{},
-		once: map[string]*app.OnceRecord{}, throughput: map[countKey]*[2]int64{},
+		once: map[string]*app.OnceRecord{}, throughput: map[app.CountKey]*app.CountVal{},
 	}
 }
 
-// tx is one write under the lock: it collects events and wake-ups, and the
+// tx is one write under the lock: it collects its app.Effects, and the
 // undo steps that put back what it changed if it fails.
 type tx struct {
-	s      *Store
-	now    time.Time
-	events []app.Event
-	wake   []string
-	undo   []func()
+	app.Effects
+	s    *Store
+	now  time.Time
+	undo []func()
 }
 
 // write runs fn under the lock as one all-or-nothing change.
@@ -88,6 +82,7 @@ func (s *Store) write(ctx context.Context, fn func(*tx) error) (err error) {
 		return fmt.Errorf("%w: store closed", app.ErrUnavailable)
 	}
 	t := &tx{s: s, now: s.clock.Now().Truncate(time.Millisecond)}
+	t.Effects.Reset(t.now)
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("write panicked: %v", p)
@@ -99,14 +94,22 @@ func (s *Store) write(ctx context.Context, fn func(*tx) error) (err error) {
 			s.mu.Unlock()
 			return
 		}
-		for _, e := range t.events {
+		for _, e := range t.Published { // every event, also those the rows tell
 			s.nextEvent++
 			e.ID = s.nextEvent
 			s.events = append(s.events, e)
 		}
+		for k, v := range t.Counts {
+			c := s.throughput[k]
+			if c == nil {
+				c = &app.CountVal{}
+				s.throughput[k] = c
+			}
+			c.Completed, c.Failed = c.Completed+v.Completed, c.Failed+v.Failed
+		}
 		s.mu.Unlock()
-		s.opts.Bus.Publish(t.events...)
-		s.notify.Notify(t.wake...)
+		s.opts.Bus.Publish(t.Published...)
+		s.notify.Notify(t.Woken...)
 	}()
 	return fn(t)
 }
@@ -413,32 +416,8 @@ func (t *tx) DeleteJob(id int64) error {
 	return nil
 }
 
-// Event implements app.Tx.
-func (t *tx) Event(typ string, jobID int64, queue, kind string, data []byte) {
-	t.events = append(t.events, app.Event{Type: typ, JobID: jobID, Queue: queue, Kind: kind, At: t.now, Data: data})
-}
-
 // Moved implements app.Tx; Stats counts the maps, so there is nothing to keep.
 func (t *tx) Moved(queue string, from, to app.Status, n int) {}
-
-// AttemptEnded implements app.Tx; the job row holds all there is.
-func (t *tx) AttemptEnded(j *app.Job) {}
-
-// Count implements app.Tx.
-func (t *tx) Count(queue string, completed, failed int64) {
-	k := countKey{queue, t.now.Unix()}
-	c := t.s.throughput[k]
-	if c == nil {
-		c = &[2]int64{}
-		t.s.throughput[k] = c
-	}
-	c[0] += completed
-	c[1] += failed
-	t.undo = append(t.undo, func() { c[0] -= completed; c[1] -= failed })
-}
-
-// Wake implements app.Tx.
-func (t *tx) Wake(queue string) { t.wake = append(t.wake, queue) }
 
 // Audit implements app.Tx.
 func (t *tx) Audit(e *app.AuditEntry, n int) error {

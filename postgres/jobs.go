@@ -83,8 +83,8 @@ func (w *wtx) insertJobs(p *pipe, njs []*app.NewJob) []*app.Job {
 			if err := w.Fault(app.FaultJobInsert, job.ID); err != nil {
 				return err
 			}
-			w.hot(app.EventSubmitted, job.ID, job.Queue, job.Kind, nil)
-			w.wake = append(w.wake, job.Queue)
+			w.Publish(app.EventSubmitted, job.ID, job.Queue, job.Kind, nil)
+			w.Wake(job.Queue)
 		}
 		return nil
 	}, `INSERT INTO jobs (queue, kind, payload, priority, run_at, max_attempts, timeout_ms,
@@ -385,7 +385,7 @@ func (w *wtx) started(jobs []*app.Job) ([]*app.Job, error) {
 		if err := w.Fault(app.FaultClaim, j.ID); err != nil {
 			return nil, err
 		}
-		w.hot(app.EventStarted, j.ID, j.Queue, j.Kind, app.StartedData(j))
+		w.Publish(app.EventStarted, j.ID, j.Queue, j.Kind, app.StartedData(j))
 	}
 	return jobs, nil
 }
@@ -480,7 +480,7 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 					return err
 				}
 				done[id] = lease
-				w.hot(app.EventSucceeded, id, queue, kind, app.FinishedData(utcPtr(started), w.now))
+				w.Publish(app.EventSucceeded, id, queue, kind, app.FinishedData(utcPtr(started), w.now))
 				w.freed = append(w.freed, queue) // a concurrency slot is free: wake this node's claimers
 			}
 			return rows.Err()

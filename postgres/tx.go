@@ -15,27 +15,21 @@ import (
 	"github.com/queuehq/queue/app"
 )
 
-// wtx is one write transaction with what it collects on the way: events,
-// wake-ups, throughput counts and new queues. They are written (events,
-// counts, NOTIFY) just before the commit, in the same transaction, and take
-// effect in this process (bus, local wake-ups) only after it committed.
+// wtx is one write transaction with what it collects on the way: its
+// app.Effects (its Woken queues have new claimable work: woken here and on
+// every node), queues with a free concurrency slot (woken here) and new
+// queues. Events and counts are written just before the commit, in the same
+// transaction, and take effect in this process (bus, local wake-ups) only
+// after it committed.
 type wtx struct {
+	app.Effects
 	s      *Store
 	ctx    context.Context
 	tx     pgx.Tx
 	conn   *pgx.Conn // of a piped write, which has no tx
 	now    time.Time
-	events []app.Event // published after commit
-	record []app.Event // written to the events table
-	wake   []string    // queues with new claimable work: woken here and on every node
-	freed  []string    // queues with a free concurrency slot: woken here
-	counts map[countKey]*countVal
+	freed  []string
 	queues []string
-}
-
-type countKey struct {
-	queue  string
-	second int64
 }
 
 // throughputShard is the row of a queue's second a transaction counts
@@ -43,8 +37,6 @@ type countKey struct {
 // transactions on different connections do not queue up behind one
 // counter row's lock until each commits. Every upsert of throughput uses it.
 const throughputShard = `(pg_backend_pid() % 16)::smallint`
-
-type countVal struct{ completed, failed int64 }
 
 // pidKey is the context key under which the fault hook finds the backend PID.
 type pidKey struct{}
@@ -74,7 +66,6 @@ func (w *wtx) Moved(string, app.Status, app.Status, int) {}
 
 // Wake implements app.Tx: queue's claimers, here and on every node, are
 // woken after the commit.
-func (w *wtx) Wake(queue string) { w.wake = append(w.wake, queue) }
 
 // write runs fn in a transaction of its own and commits it. fn must leave
 // nothing behind when it returns an error (the transaction is rolled back)
@@ -117,6 +108,7 @@ func (s *Store) writeOnce(ctx context.Context, fn func(*wtx) error) error {
 		return mapConnErr(err, c.Conn())
 	}
 	w := &wtx{s: s, ctx: ctx, tx: tx, now: s.now()}
+	w.Effects.Reset(w.now)
 	err = w.call(fn)
 	if err == nil {
 		err = w.flush()
@@ -140,10 +132,10 @@ func (w *wtx) committed(start time.Time) {
 	for _, q := range w.queues {
 		s.known.Store(q, true)
 	}
-	s.bus.Publish(w.events...)
-	s.notify.Notify(w.wake...)
+	s.bus.Publish(w.Published...)
+	s.notify.Notify(w.Woken...)
 	s.notify.Notify(w.freed...)
-	s.broadcast(w.wake)
+	s.broadcast(w.Woken)
 	if d := time.Since(start); d > time.Second {
 		s.log.Warn().Dur("took", d).Msg("slow write transaction")
 	}
@@ -172,6 +164,7 @@ func (s *Store) writePipedOnce(ctx context.Context, fn func(*wtx, *pipe)) error 
 	}
 	defer c.Release()
 	w := &wtx{s: s, ctx: ctx, conn: c.Conn(), now: s.now()}
+	w.Effects.Reset(w.now)
 	p := &pipe{}
 	fn(w, p)
 	// With a fault hook (tests), COMMIT waits until the results are read,
@@ -260,11 +253,11 @@ func (w *wtx) call(fn func(*wtx) error) (err error) {
 // notifier), not in the transaction.
 func (w *wtx) flush() error {
 	var b pgx.Batch
-	if n := len(w.record); n > 0 {
+	if n := len(w.Recorded); n > 0 {
 		jobIDs := make([]int64, n)
 		queues, kinds, types, data := make([]string, n), make([]string, n), make([]string, n), make([]*string, n)
 		ats := make([]time.Time, n)
-		for i, e := range w.record {
+		for i, e := range w.Recorded {
 			jobIDs[i], queues[i], kinds[i], types[i], ats[i] = e.JobID, e.Queue, e.Kind, e.Type, e.At
 			if len(e.Data) > 0 {
 				d := string(e.Data)
@@ -276,22 +269,22 @@ func (w *wtx) flush() error {
 			FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::text[]) AS u(j, q, k, t, a, d)`,
 			jobIDs, queues, kinds, types, ats, data)
 	}
-	keys := make([]countKey, 0, len(w.counts))
-	for k := range w.counts {
+	keys := make([]app.CountKey, 0, len(w.Counts))
+	for k := range w.Counts {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].queue != keys[j].queue {
-			return keys[i].queue < keys[j].queue
+		if keys[i].Queue != keys[j].Queue {
+			return keys[i].Queue < keys[j].Queue
 		}
-		return keys[i].second < keys[j].second
+		return keys[i].Second < keys[j].Second
 	})
 	for _, k := range keys {
-		v := w.counts[k]
+		v := w.Counts[k]
 		b.Queue(`INSERT INTO throughput (queue, second, shard, completed, failed) VALUES ($1, $2, `+throughputShard+`, $3, $4)
 			ON CONFLICT (queue, second, shard) DO UPDATE SET completed = throughput.completed + excluded.completed,
 				failed = throughput.failed + excluded.failed`,
-			k.queue, time.Unix(k.second, 0).UTC(), v.completed, v.failed)
+			k.Queue, time.Unix(k.Second, 0).UTC(), v.Completed, v.Failed)
 	}
 	if b.Len() == 0 {
 		return nil
@@ -309,44 +302,6 @@ func (w *wtx) query(q string, args ...any) (pgx.Rows, error) {
 
 func (w *wtx) queryRow(q string, args ...any) pgx.Row {
 	return w.tx.QueryRow(w.ctx, q, args...)
-}
-
-// Event implements app.Tx: it records an event in the events table and
-// publishes it after commit.
-func (w *wtx) Event(typ string, jobID int64, queue, kind string, data []byte) {
-	e := app.Event{Type: typ, JobID: jobID, Queue: queue, Kind: kind, At: w.now, Data: data}
-	w.events = append(w.events, e)
-	w.record = append(w.record, e)
-}
-
-// hot publishes an event the job row already tells (submitted, started,
-// succeeded) without writing it: app.Timeline derives it from the row.
-func (w *wtx) hot(typ string, jobID int64, queue, kind string, data []byte) {
-	w.events = append(w.events, app.Event{Type: typ, JobID: jobID, Queue: queue, Kind: kind, At: w.now, Data: data})
-}
-
-// AttemptEnded implements app.Tx: it records the job.started of j's current attempt, which ends
-// now without success (started_at will not keep it once another starts).
-func (w *wtx) AttemptEnded(j *app.Job) {
-	if j.Status != app.StatusProcessing || j.StartedAt == nil {
-		return
-	}
-	w.record = append(w.record, app.Event{Type: app.EventStarted, JobID: j.ID, Queue: j.Queue, Kind: j.Kind, At: *j.StartedAt, Data: app.StartedData(j)})
-}
-
-// Count implements app.Tx: the counts are upserted by flush.
-func (w *wtx) Count(queue string, completed, failed int64) {
-	if w.counts == nil {
-		w.counts = map[countKey]*countVal{}
-	}
-	k := countKey{queue, w.now.Unix()} // flush adds the connection's shard (throughputShard)
-	c := w.counts[k]
-	if c == nil {
-		c = &countVal{}
-		w.counts[k] = c
-	}
-	c.completed += completed
-	c.failed += failed
 }
 
 // lock takes the transaction advisory lock of what for queue: the limits

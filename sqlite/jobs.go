@@ -71,7 +71,7 @@ func (w *wtx) insertJob(nj *app.NewJob) (*app.Job, error) {
 		ms(now), ms(now),
 	}}
 	w.Moved(nj.Queue, "", app.StatusQueued, 1)
-	w.wake = append(w.wake, nj.Queue)
+	w.Wake(nj.Queue)
 	if w.deferInserts {
 		w.pending = append(w.pending, row)
 		return job, nil
@@ -88,7 +88,7 @@ func (w *wtx) insertJob(nj *app.NewJob) (*app.Job, error) {
 	if err := w.Fault(app.FaultJobInsert, id); err != nil {
 		return nil, err
 	}
-	w.hot(app.EventSubmitted, id, nj.Queue, nj.Kind, nil)
+	w.Publish(app.EventSubmitted, id, nj.Queue, nj.Kind, nil)
 	return job, nil
 }
 
@@ -314,7 +314,7 @@ func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, er
 			if err := w.Fault(app.FaultClaim, j.ID); err != nil {
 				return err
 			}
-			w.hot(app.EventStarted, j.ID, j.Queue, j.Kind, app.StartedData(j))
+			w.Publish(app.EventStarted, j.ID, j.Queue, j.Kind, app.StartedData(j))
 			w.Moved(j.Queue, app.StatusQueued, app.StatusProcessing, 1)
 			w.claimed = append(w.claimed, claimedJob{id: j.ID, lease: j.Lease, queue: j.Queue, kind: j.Kind, started: *j.StartedAt})
 		}
@@ -528,10 +528,10 @@ func (w *wtx) completeRows(q string, args []any, done map[int64]int64) error {
 // completed records that job id was completed under lease.
 func (w *wtx) completed(id, lease int64, queue, kind string, started *time.Time, done map[int64]int64) {
 	done[id] = lease
-	w.hot(app.EventSucceeded, id, queue, kind, app.FinishedData(started, w.now))
+	w.Publish(app.EventSucceeded, id, queue, kind, app.FinishedData(started, w.now))
 	w.Moved(queue, app.StatusProcessing, app.StatusDone, 1)
 	w.Count(queue, 1, 0)
-	w.wake = append(w.wake, queue) // a concurrency slot is free
+	w.Wake(queue) // a concurrency slot is free
 }
 
 // completeChunk is the most items one completion statement takes.

@@ -24,16 +24,13 @@ type request struct {
 }
 
 // wtx is one request's share of the writer's transaction. What it collects
-// (events, wake-ups, throughput counts, new queues) takes effect only if the
+// (its app.Effects, new queues, status counts) takes effect only if the
 // request succeeds, and is published only after the shared commit.
 type wtx struct {
+	app.Effects
 	s      *Store
 	ctx    context.Context
 	now    time.Time
-	events []app.Event // published after commit
-	record []app.Event // written to the events table
-	wake   []string
-	counts map[countKey]*countVal
 	queues []string
 	deltas map[statusKey]int64
 	// deferInserts lets insertJob leave its rows in pending for the writer.
@@ -47,30 +44,18 @@ type wtx struct {
 // transaction to the next so that a busy writer does not allocate it again
 // for every transaction and request. Only the writer goroutine uses it.
 type scratch struct {
-	w        wtx // the running request's share, reset for each
-	events   []app.Event
-	record   []app.Event
-	wake     []string
-	queues   []string
-	claimed  []claimedJob
-	finished []int64
-	pending  []pendingJob
-	errs     []error
-	args     []any // of a shared INSERT
-	counts   map[countKey]*countVal
-	deltas   map[statusKey]int64
+	w    wtx     // the running request's share, reset for each
+	b    batchTx // the running transaction
+	args []any   // of a shared INSERT
 }
 
 // reset readies w for the next request, keeping what it allocated but not
 // what the last request collected (payloads, events).
 func (w *wtx) reset(s *Store, ctx context.Context, now time.Time, deferInserts bool) {
 	w.s, w.ctx, w.now, w.deferInserts = s, ctx, now, deferInserts
-	clear(w.events)
-	clear(w.record)
+	w.Effects.Reset(now)
 	clear(w.pending)
-	w.events, w.record, w.wake, w.queues = w.events[:0], w.record[:0], w.wake[:0], w.queues[:0]
-	w.pending, w.claimed, w.finished = w.pending[:0], w.claimed[:0], w.finished[:0]
-	clear(w.counts)
+	w.queues, w.pending, w.claimed, w.finished = w.queues[:0], w.pending[:0], w.claimed[:0], w.finished[:0]
 	clear(w.deltas)
 }
 
@@ -80,13 +65,6 @@ type statusKey struct {
 	queue  string
 	status app.Status
 }
-
-type countKey struct {
-	queue  string
-	second int64
-}
-
-type countVal struct{ completed, failed int64 }
 
 // write runs fn in the writer's next transaction and returns its error once
 // that transaction committed (or failed). fn must not keep rows open when it
@@ -195,162 +173,195 @@ func (s *Store) run(batch []*request) {
 // and returns false, and *pb holds every request to run again (safe, each
 // inserting its own rows).
 func (s *Store) runBatch(pb *[]*request, safe bool) bool {
-	ctx := context.Background() // a caller giving up must not interrupt a shared transaction
-	batch := *pb
-	defer func() { *pb = batch }()
-	sc := &s.scratch
-	errs := append(sc.errs[:0], make([]error, len(batch))...)
+	b := &s.scratch.b
+	b.reset(s, *pb)
+	defer func() { *pb = b.batch; b.release() }()
+	if _, err := s.control(b.ctx, "BEGIN IMMEDIATE"); err != nil {
+		return b.failAll(err)
+	}
+	savepoints := safe && len(b.batch) > 1
 	began := time.Now()
-	failAll := func(err error) bool {
-		s.failing.Store(true)
-		s.wconn.ExecContext(ctx, "ROLLBACK")
-		err = mapErr(err)
-		if !errors.Is(err, app.ErrUnavailable) {
-			err = fmt.Errorf("%w: %v", app.ErrUnavailable, err)
-		}
-		for _, r := range batch {
-			r.done <- err
-		}
-		s.log.Error().Err(err).Int("batch", len(batch)).Msg("write transaction failed")
-		return true
-	}
-	if _, err := s.control(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return failAll(err)
-	}
-	savepoints := safe && len(batch) > 1
-	events, record := sc.events[:0], sc.record[:0]
-	wake, queues := sc.wake[:0], sc.queues[:0]
-	claimed, finished := sc.claimed[:0], sc.finished[:0]
-	if sc.counts == nil {
-		sc.counts, sc.deltas = map[countKey]*countVal{}, map[statusKey]int64{}
-	}
-	counts, deltas := sc.counts, sc.deltas
-	clear(counts)
-	clear(deltas)
-	pending := sc.pending[:0] // rows of inserts-only requests, not inserted yet
-	defer func() {            // keep what grew for the next transaction
-		clear(events) // and let go of what it held
-		clear(record)
-		clear(pending)
-		sc.events, sc.record, sc.wake, sc.queues = events[:0], record[:0], wake[:0], queues[:0]
-		sc.claimed, sc.finished, sc.pending, sc.errs = claimed[:0], finished[:0], pending[:0], errs[:0]
-	}()
-	insertPending := func() error {
-		err := s.insertPending(ctx, pending, &events)
-		clear(pending) // the rows' payloads are in the database now
-		pending = pending[:0]
-		return err
-	}
-	// retry gives up on the transaction after a shared insert failed: for
-	// good if the database failed, else to run it again with savepoints,
-	// each request inserting its own rows.
-	retry := func(err error) bool {
-		if isFatal(err) {
-			return failAll(err)
-		}
-		s.wconn.ExecContext(ctx, "ROLLBACK")
-		return false
-	}
 	for i := 0; ; i++ {
-		if i == len(batch) && !safe && time.Since(began) < s.joinFor {
+		if i == len(b.batch) && !safe && time.Since(began) < s.joinFor {
 			// Requests that came while this transaction ran join it before
 			// it commits: callers the last commit answered are back by now,
 			// and would otherwise wait for this commit and then their own.
 			// Those callers were woken onto this goroutine's processor, so
 			// it first lets them run up to their next request.
 			runtime.Gosched()
-			batch = s.takeWaiting(batch)
-			errs = append(errs, make([]error, len(batch)-len(errs))...)
+			b.batch = s.takeWaiting(b.batch)
+			b.errs = append(b.errs, make([]error, len(b.batch)-len(b.errs))...)
 		}
-		if i == len(batch) {
+		if i == len(b.batch) {
 			break
 		}
-		r := batch[i]
-		if len(pending) > 0 && !r.inserts { // r may read the rows
-			if err := insertPending(); err != nil {
-				return retry(err)
+		if len(b.pending) > 0 && !b.batch[i].inserts { // the request may read the rows
+			if err := b.insertPending(); err != nil {
+				return b.retry(err)
 			}
 		}
-		single := len(batch) == 1 && !savepoints
-		if err := r.ctx.Err(); err != nil {
-			errs[i] = err
-			continue
-		}
-		if savepoints {
-			if _, err := s.control(ctx, "SAVEPOINT req"); err != nil {
-				return failAll(err)
-			}
-		}
-		w := &sc.w
-		w.reset(s, ctx, s.clock.Now(), r.inserts && !safe)
-		err := w.call(r.fn)
-		if err != nil {
-			if isFatal(err) {
-				return failAll(err)
-			}
-			if !savepoints && !single {
-				s.wconn.ExecContext(ctx, "ROLLBACK") // again, with savepoints
-				return false
-			}
-			errs[i] = err
-			if single {
-				s.wconn.ExecContext(ctx, "ROLLBACK")
-				r.done <- err
-				return true
-			}
-			if _, rerr := s.wconn.ExecContext(ctx, "ROLLBACK TO req"); rerr != nil {
-				return failAll(rerr)
-			}
-		}
-		if savepoints {
-			if _, err := s.control(ctx, "RELEASE req"); err != nil {
-				return failAll(err)
-			}
-		}
-		if err != nil {
-			continue
-		}
-		pending = append(pending, w.pending...)
-		events = append(events, w.events...)
-		record = append(record, w.record...)
-		wake = append(wake, w.wake...)
-		queues = append(queues, w.queues...)
-		claimed = append(claimed, w.claimed...)
-		finished = append(finished, w.finished...)
-		for k, v := range w.deltas {
-			deltas[k] += v
-		}
-		for k, v := range w.counts {
-			c := counts[k]
-			if c == nil {
-				c = &countVal{}
-				counts[k] = c
-			}
-			c.completed += v.completed
-			c.failed += v.failed
+		if end, ok := b.runRequest(i, safe, savepoints); end {
+			return ok
 		}
 	}
-	if len(pending) > 0 {
-		if err := insertPending(); err != nil {
-			return retry(err)
+	if len(b.pending) > 0 {
+		if err := b.insertPending(); err != nil {
+			return b.retry(err)
 		}
 	}
-	if err := s.flush(ctx, record, counts); err != nil {
-		return failAll(err)
+	return b.commit()
+}
+
+// batchTx is the writer's transaction over a batch of requests, with what
+// the requests that succeeded collected.
+type batchTx struct {
+	s        *Store
+	ctx      context.Context
+	batch    []*request
+	errs     []error
+	fx       app.Effects
+	queues   []string
+	claimed  []claimedJob
+	finished []int64
+	pending  []pendingJob // rows of inserts-only requests, not inserted yet
+	deltas   map[statusKey]int64
+}
+
+// reset readies b for batch, keeping what it allocated.
+func (b *batchTx) reset(s *Store, batch []*request) {
+	b.s, b.batch = s, batch
+	b.ctx = context.Background() // a caller giving up must not interrupt a shared transaction
+	b.errs = append(b.errs[:0], make([]error, len(batch))...)
+	b.fx.Reset(time.Time{})
+	b.queues, b.claimed, b.finished, b.pending = b.queues[:0], b.claimed[:0], b.finished[:0], b.pending[:0]
+	if b.deltas == nil {
+		b.deltas = map[statusKey]int64{}
 	}
-	if _, err := s.control(ctx, "COMMIT"); err != nil {
-		return failAll(err)
+	clear(b.deltas)
+}
+
+// release lets go of what the transaction held (payloads, events).
+func (b *batchTx) release() {
+	b.fx.Reset(time.Time{})
+	clear(b.pending)
+	clear(b.errs)
+	b.batch = nil
+}
+
+// runRequest runs request i of the batch. end reports that the batch ends
+// here, and ok what runBatch then returns.
+func (b *batchTx) runRequest(i int, safe, savepoints bool) (end, ok bool) {
+	s, r := b.s, b.batch[i]
+	single := len(b.batch) == 1 && !savepoints
+	if err := r.ctx.Err(); err != nil {
+		b.errs[i] = err
+		return false, false
+	}
+	if savepoints {
+		if _, err := s.control(b.ctx, "SAVEPOINT req"); err != nil {
+			return true, b.failAll(err)
+		}
+	}
+	w := &s.scratch.w
+	w.reset(s, b.ctx, s.clock.Now(), r.inserts && !safe)
+	err := w.call(r.fn)
+	if err != nil {
+		if isFatal(err) {
+			return true, b.failAll(err)
+		}
+		if !savepoints && !single {
+			s.wconn.ExecContext(b.ctx, "ROLLBACK") // again, with savepoints
+			return true, false
+		}
+		b.errs[i] = err
+		if single {
+			s.wconn.ExecContext(b.ctx, "ROLLBACK")
+			r.done <- err
+			return true, true
+		}
+		if _, rerr := s.wconn.ExecContext(b.ctx, "ROLLBACK TO req"); rerr != nil {
+			return true, b.failAll(rerr)
+		}
+	}
+	if savepoints {
+		if _, err := s.control(b.ctx, "RELEASE req"); err != nil {
+			return true, b.failAll(err)
+		}
+	}
+	if err == nil {
+		b.add(w)
+	}
+	return false, false
+}
+
+// add keeps what a request that succeeded collected.
+func (b *batchTx) add(w *wtx) {
+	b.pending = append(b.pending, w.pending...)
+	b.fx.Merge(&w.Effects)
+	b.queues = append(b.queues, w.queues...)
+	b.claimed = append(b.claimed, w.claimed...)
+	b.finished = append(b.finished, w.finished...)
+	for k, v := range w.deltas {
+		b.deltas[k] += v
+	}
+}
+
+// insertPending inserts the rows the inserts-only requests left.
+func (b *batchTx) insertPending() error {
+	err := b.s.insertPending(b.ctx, b.pending, &b.fx.Published)
+	clear(b.pending) // the rows' payloads are in the database now
+	b.pending = b.pending[:0]
+	return err
+}
+
+// retry gives up on the transaction after a shared insert failed: for
+// good if the database failed, else to run it again with savepoints, each
+// request inserting its own rows.
+func (b *batchTx) retry(err error) bool {
+	if isFatal(err) {
+		return b.failAll(err)
+	}
+	b.s.wconn.ExecContext(b.ctx, "ROLLBACK")
+	return false
+}
+
+// failAll abandons the transaction and fails every request of the batch
+// with ErrUnavailable.
+func (b *batchTx) failAll(err error) bool {
+	s := b.s
+	s.failing.Store(true)
+	s.wconn.ExecContext(b.ctx, "ROLLBACK")
+	err = mapErr(err)
+	if !errors.Is(err, app.ErrUnavailable) {
+		err = fmt.Errorf("%w: %v", app.ErrUnavailable, err)
+	}
+	for _, r := range b.batch {
+		r.done <- err
+	}
+	s.log.Error().Err(err).Int("batch", len(b.batch)).Msg("write transaction failed")
+	return true
+}
+
+// commit writes the batch's events and counts, commits, and then lets what
+// the requests collected take effect and answers them.
+func (b *batchTx) commit() bool {
+	s := b.s
+	if err := s.flush(b.ctx, b.fx.Recorded, b.fx.Counts); err != nil {
+		return b.failAll(err)
+	}
+	if _, err := s.control(b.ctx, "COMMIT"); err != nil {
+		return b.failAll(err)
 	}
 	s.failing.Store(false)
-	for _, q := range queues {
+	for _, q := range b.queues {
 		s.queues[q] = true
 	}
-	s.remember(claimed, finished)
-	s.applyDeltas(deltas)
-	s.bus.Publish(events...)
-	s.notify.Notify(wake...)
-	for i, r := range batch {
-		r.done <- errs[i]
+	s.remember(b.claimed, b.finished)
+	s.applyDeltas(b.deltas)
+	s.bus.Publish(b.fx.Published...)
+	s.notify.Notify(b.fx.Woken...)
+	for i, r := range b.batch {
+		r.done <- b.errs[i]
 	}
 	return true
 }
@@ -365,7 +376,7 @@ const joinFor = time.Millisecond
 
 // flush writes what the batch's requests collected: events (multi-row
 // inserts) and throughput counts (one upsert per queue and second).
-func (s *Store) flush(ctx context.Context, events []app.Event, counts map[countKey]*countVal) error {
+func (s *Store) flush(ctx context.Context, events []app.Event, counts map[app.CountKey]*app.CountVal) error {
 	const perInsert = 400
 	for len(events) > 0 {
 		n := min(len(events), perInsert)
@@ -401,7 +412,7 @@ func (s *Store) flush(ctx context.Context, events []app.Event, counts map[countK
 		if err != nil {
 			return err
 		}
-		if _, err := st.ExecContext(ctx, k.queue, k.second, v.completed, v.failed); err != nil {
+		if _, err := st.ExecContext(ctx, k.Queue, k.Second, v.Completed, v.Failed); err != nil {
 			return err
 		}
 	}
@@ -481,47 +492,6 @@ func (w *wtx) queryRow(q string, args ...any) *sql.Row {
 // Now implements app.Tx: the time of this request's share of the transaction.
 func (w *wtx) Now() time.Time { return w.now }
 
-// Event implements app.Tx: it records an event in the events table and
-// publishes it after commit.
-func (w *wtx) Event(typ string, jobID int64, queue, kind string, data []byte) {
-	e := app.Event{Type: typ, JobID: jobID, Queue: queue, Kind: kind, At: w.now, Data: data}
-	w.events = append(w.events, e)
-	w.record = append(w.record, e)
-}
-
-// hot publishes an event the job row already tells (submitted, started,
-// succeeded) without writing it to the events table: app.Timeline derives
-// it from the row, and these three would be most of the table's writes.
-func (w *wtx) hot(typ string, jobID int64, queue, kind string, data []byte) {
-	w.events = append(w.events, app.Event{Type: typ, JobID: jobID, Queue: queue, Kind: kind, At: w.now, Data: data})
-}
-
-// AttemptEnded implements app.Tx: it records the job.started of j's
-// current attempt, which ends now without success: started_at will not
-// keep it once another attempt starts. It is not published again (the
-// claim did).
-func (w *wtx) AttemptEnded(j *app.Job) {
-	if j.Status != app.StatusProcessing || j.StartedAt == nil {
-		return
-	}
-	w.record = append(w.record, app.Event{Type: app.EventStarted, JobID: j.ID, Queue: j.Queue, Kind: j.Kind, At: *j.StartedAt, Data: app.StartedData(j)})
-}
-
-// Count implements app.Tx: throughput, per queue and second.
-func (w *wtx) Count(queue string, completed, failed int64) {
-	if w.counts == nil {
-		w.counts = map[countKey]*countVal{}
-	}
-	k := countKey{queue, w.now.Unix()}
-	c := w.counts[k]
-	if c == nil {
-		c = &countVal{}
-		w.counts[k] = c
-	}
-	c.completed += completed
-	c.failed += failed
-}
-
 // ensureQueue makes sure queue has a row in queues, so listing queues never
 // scans jobs.
 func (w *wtx) ensureQueue(queue string) error {
@@ -549,9 +519,6 @@ func (w *wtx) Moved(queue string, from, to app.Status, n int) {
 		w.deltas[statusKey{queue, to}] += int64(n)
 	}
 }
-
-// Wake implements app.Tx: the claimers of queue are woken after commit.
-func (w *wtx) Wake(queue string) { w.wake = append(w.wake, queue) }
 
 // Fault implements app.Tx.
 func (w *wtx) Fault(point app.FaultPoint, jobID int64) error {

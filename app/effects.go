@@ -1,0 +1,92 @@
+package app
+
+import "time"
+
+// Effects is what a write does besides changing rows, collected while it
+// runs and carried out by the store around its commit: events to write to
+// the events table before it (Recorded) and to publish after it
+// (Published), throughput to count before it, queues to wake after it. A
+// store embeds it in its Tx, which gives the Tx its Event, AttemptEnded,
+// Count and Wake; nothing collected takes effect if the write fails.
+type Effects struct {
+	now       time.Time
+	Published []Event
+	Recorded  []Event
+	Woken     []string
+	Counts    map[CountKey]*CountVal
+}
+
+// CountKey is the throughput of a queue in one second.
+type CountKey struct {
+	Queue  string
+	Second int64
+}
+
+// CountVal is the attempts that ended in a CountKey's second.
+type CountVal struct{ Completed, Failed int64 }
+
+// Reset readies e for a write at now, keeping what it allocated but
+// letting go of what it held.
+func (e *Effects) Reset(now time.Time) {
+	e.now = now
+	clear(e.Published)
+	clear(e.Recorded)
+	e.Published, e.Recorded, e.Woken = e.Published[:0], e.Recorded[:0], e.Woken[:0]
+	clear(e.Counts)
+}
+
+// Merge adds what o collected to e (a write that joins others in one
+// transaction).
+func (e *Effects) Merge(o *Effects) {
+	e.Published = append(e.Published, o.Published...)
+	e.Recorded = append(e.Recorded, o.Recorded...)
+	e.Woken = append(e.Woken, o.Woken...)
+	for k, v := range o.Counts {
+		e.count(k, v.Completed, v.Failed)
+	}
+}
+
+// Event records a lifecycle event and publishes it after the commit.
+func (e *Effects) Event(typ string, jobID int64, queue, kind string, data []byte) {
+	ev := Event{Type: typ, JobID: jobID, Queue: queue, Kind: kind, At: e.now, Data: data}
+	e.Published = append(e.Published, ev)
+	e.Recorded = append(e.Recorded, ev)
+}
+
+// Publish publishes an event the job row already tells (submitted,
+// started, succeeded) without recording it: Timeline derives it from the
+// row, and these three would be most of the events table's writes.
+func (e *Effects) Publish(typ string, jobID int64, queue, kind string, data []byte) {
+	e.Published = append(e.Published, Event{Type: typ, JobID: jobID, Queue: queue, Kind: kind, At: e.now, Data: data})
+}
+
+// AttemptEnded records the job.started of j's current attempt, which ends
+// now without success: started_at will not keep it once another attempt
+// starts. It is not published again (the claim did).
+func (e *Effects) AttemptEnded(j *Job) {
+	if j.Status != StatusProcessing || j.StartedAt == nil {
+		return
+	}
+	e.Recorded = append(e.Recorded, Event{Type: EventStarted, JobID: j.ID, Queue: j.Queue, Kind: j.Kind, At: *j.StartedAt, Data: StartedData(j)})
+}
+
+// Count adds completed and failed attempts to queue's throughput this second.
+func (e *Effects) Count(queue string, completed, failed int64) {
+	e.count(CountKey{queue, e.now.Unix()}, completed, failed)
+}
+
+func (e *Effects) count(k CountKey, completed, failed int64) {
+	if e.Counts == nil {
+		e.Counts = map[CountKey]*CountVal{}
+	}
+	c := e.Counts[k]
+	if c == nil {
+		c = &CountVal{}
+		e.Counts[k] = c
+	}
+	c.Completed += completed
+	c.Failed += failed
+}
+
+// Wake wakes the claimers of queue after the commit.
+func (e *Effects) Wake(queue string) { e.Woken = append(e.Woken, queue) }
