@@ -26,6 +26,7 @@ const (
 	OpLt  Op = "<"
 	OpLe  Op = "<="
 	OpGt  Op = ">"
+	OpGe  Op = ">="
 	OpIn  Op = "in"  // the field equals one of the values
 	OpHas Op = "has" // the field (a list: tags) holds the value
 )
@@ -50,6 +51,9 @@ func (f JobFilter) Conds(now time.Time) []Cond {
 		}
 		c = append(c, Cond{"status", OpIn, in})
 	}
+	if !f.LeaseExpiredBefore.IsZero() {
+		c = append(c, Cond{"lease_expires_at", OpLt, f.LeaseExpiredBefore})
+	}
 	return c
 }
 
@@ -61,6 +65,9 @@ func (f DeadFilter) Conds() []Cond {
 	}
 	if !f.OlderThan.IsZero() {
 		c = append(c, Cond{"moved_to_dead_letter_at", OpLt, f.OlderThan})
+	}
+	if !f.MovedSince.IsZero() {
+		c = append(c, Cond{"moved_to_dead_letter_at", OpGe, f.MovedSince})
 	}
 	return c
 }
@@ -127,6 +134,8 @@ func (c Cond) holds(v any) bool {
 		return cmp <= 0
 	case OpGt:
 		return cmp > 0
+	case OpGe:
+		return cmp >= 0
 	}
 	return false
 }

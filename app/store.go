@@ -308,8 +308,11 @@ type JobFilter struct {
 	AfterID int64
 	// MaxID, if positive, matches only ids up to it (bulk actions fix it at start).
 	MaxID int64
-	Asc   bool
-	Limit int
+	// LeaseExpiredBefore, if not zero, matches jobs whose lease expired
+	// before it.
+	LeaseExpiredBefore time.Time
+	Asc                bool
+	Limit              int
 }
 
 // Empty reports whether f selects by nothing but ids/paging.
@@ -322,8 +325,9 @@ type DeadFilter struct {
 	Kind   string
 	Tag    string
 	Reason string
-	// OlderThan, if not zero, matches rows moved before it.
-	OlderThan time.Time
+	// OlderThan, if not zero, matches rows moved before it; MovedSince,
+	// rows moved at it or later.
+	OlderThan, MovedSince time.Time
 	AfterID   int64
 	MaxID     int64
 	Asc       bool

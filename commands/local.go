@@ -117,7 +117,7 @@ func doctorCommand() *cli.Command {
 			if c.Bool("json") {
 				printJSON(c.App.Writer, rep)
 			} else {
-				rep.Print(c.App.Writer)
+				printReport(c.App.Writer, rep)
 			}
 			if len(rep.Problems) > 0 {
 				return cli.Exit("", 1)

@@ -49,6 +49,11 @@ func jobFields(j *app.Job) func(string) any {
 			return string(j.Status)
 		case "run_at":
 			return j.RunAt
+		case "lease_expires_at": // none: never expires
+			if j.LeaseExpiresAt == nil {
+				return time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+			}
+			return *j.LeaseExpiresAt
 		}
 		return shared(name, j.ID, j.Queue, j.Kind, j.Tags)
 	}

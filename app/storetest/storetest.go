@@ -132,6 +132,7 @@ func Run(t *testing.T, open Opener) {
 		"ServiceMaxQueuedIsWired":                  testServiceMaxQueuedIsWired,
 		"MaintainerTickRecoversAndExpires":         testMaintainerTickRecoversAndExpires,
 		"FailAfterCancelRequestEndsTheAttemptOnce": testFailAfterCancelRequestEndsTheAttemptOnce,
+		"DiagnoseFindsStuckLeasesAndDLQGrowth":     testDiagnoseFindsStuckLeasesAndDLQGrowth,
 	}
 	names := make([]string, 0, len(cases))
 	for n := range cases {

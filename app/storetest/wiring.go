@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/queuehq/queue/app"
@@ -143,5 +144,24 @@ func testFailAfterCancelRequestEndsTheAttemptOnce(e *env) {
 	}
 	if started != 1 || types[len(types)-1] != app.EventCancelled {
 		e.t.Fatalf("events %v: want one job.started and job.cancelled last", types)
+	}
+}
+
+// Diagnose (queue doctor) counts a lease that expired over a minute ago
+// as stuck, and the rows moved to the DLQ in the last day and the day
+// before.
+func testDiagnoseFindsStuckLeasesAndDLQGrowth(e *env) {
+	e.submitOne("s", "k", func(nj *app.NewJob) { nj.Timeout = time.Second })
+	e.claimOne("s")
+	e.deadLetter(e.submitOne("q", "k"))
+	e.deadLetter(e.submitOne("q", "k"))
+	r, err := app.Diagnose(e.ctx, e.s, e.clock.Now().Add(30*time.Second))
+	if err != nil || r.StuckLeases != 0 || r.DLQLastDay != 2 || r.DLQDayBefore != 0 || len(r.Problems) != 0 {
+		e.t.Fatalf("diagnose at +30s: %+v %v, want no stuck lease, 2 rows dead-lettered today, no problem", r, err)
+	}
+	r, err = app.Diagnose(e.ctx, e.s, e.clock.Now().Add(25*time.Hour))
+	if err != nil || r.StuckLeases != 1 || r.DLQLastDay != 0 || r.DLQDayBefore != 2 || len(r.Problems) != 1 ||
+		!strings.Contains(r.Problems[0], "1 jobs hold leases") {
+		e.t.Fatalf("diagnose at +25h: %+v %v, want 1 stuck lease (a problem), 2 rows dead-lettered the day before", r, err)
 	}
 }

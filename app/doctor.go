@@ -1,0 +1,72 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Report is what `queue doctor` found. The database fields are the
+// store's own (Diagnose leaves them empty).
+type Report struct {
+	Path            string       `json:"path"`
+	SchemaVersion   string       `json:"schema_version"`
+	Integrity       string       `json:"integrity"`
+	SizeBytes       int64        `json:"size_bytes"`
+	WALBytes        int64        `json:"wal_bytes"`
+	WALFrames       int64        `json:"wal_frames_not_checkpointed"`
+	Queues          []QueueStats `json:"queues"`
+	OldestClaimable float64      `json:"oldest_claimable_age_seconds"`
+	DLQLastDay      int64        `json:"dead_lettered_last_24h"`
+	DLQDayBefore    int64        `json:"dead_lettered_24h_before"`
+	StuckLeases     int64        `json:"stuck_leases"`
+	Problems        []string     `json:"problems"`
+}
+
+// Problem notes a problem, in words that say what to do about it.
+func (r *Report) Problem(format string, args ...any) {
+	r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
+	sort.Strings(r.Problems)
+}
+
+// Diagnose reads what a store holds, without writing, and names what looks
+// wrong: leases that expired over a minute ago and were not recovered (no
+// maintenance running), and a dead-letter queue growing fast.
+func Diagnose(ctx context.Context, st Store, now time.Time) (*Report, error) {
+	r := &Report{Problems: []string{}}
+	var err error
+	if r.Queues, err = st.Stats(ctx); err != nil {
+		return nil, fmt.Errorf("doctor: %w", err)
+	}
+	for _, q := range r.Queues {
+		r.OldestClaimable = max(r.OldestClaimable, q.OldestQueuedAge)
+	}
+	day := 24 * time.Hour
+	counts := []struct {
+		n     *int64
+		count func() (int, error)
+	}{
+		{&r.DLQLastDay, func() (int, error) { return st.CountDead(ctx, DeadFilter{MovedSince: now.Add(-day)}) }},
+		{&r.DLQDayBefore, func() (int, error) {
+			return st.CountDead(ctx, DeadFilter{MovedSince: now.Add(-2 * day), OlderThan: now.Add(-day)})
+		}},
+		{&r.StuckLeases, func() (int, error) {
+			return st.CountJobs(ctx, JobFilter{Status: string(StatusProcessing), LeaseExpiredBefore: now.Add(-time.Minute)})
+		}},
+	}
+	for _, c := range counts {
+		n, err := c.count()
+		if err != nil {
+			return nil, fmt.Errorf("doctor: %w", err)
+		}
+		*c.n = int64(n)
+	}
+	if r.StuckLeases > 0 {
+		r.Problem("%d jobs hold leases that expired over a minute ago: is `queue serve` running its maintenance?", r.StuckLeases)
+	}
+	if r.DLQLastDay > 100 && r.DLQLastDay > 2*r.DLQDayBefore {
+		r.Problem("the dead-letter queue grew by %d in the last day (%d the day before)", r.DLQLastDay, r.DLQDayBefore)
+	}
+	return r, nil
+}
