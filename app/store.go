@@ -328,10 +328,10 @@ type DeadFilter struct {
 	// OlderThan, if not zero, matches rows moved before it; MovedSince,
 	// rows moved at it or later.
 	OlderThan, MovedSince time.Time
-	AfterID   int64
-	MaxID     int64
-	Asc       bool
-	Limit     int
+	AfterID               int64
+	MaxID                 int64
+	Asc                   bool
+	Limit                 int
 }
 
 // Empty reports whether f selects by nothing but ids/paging.
