@@ -80,9 +80,9 @@ func message(err error) string {
 }
 
 // unconverted are the operations still wrapped with fmt.Errorf("op: %w")
-// rather than app.WithOperation, in app/engine.go, app/submit.go and the
-// stores' heartbeat and complete. Drop each as its call sites convert, and
-// message with the last.
+// rather than app.WithOperation: heartbeat, purge and replay in
+// app/engine.go, submit in app/submit.go, complete in each store. Drop each
+// as its call sites convert, and this list with the last.
 var unconverted = []string{"submit: ", "heartbeat: ", "complete: ", "replay: ", "purge: "}
 
 func fromEchoError(he *echo.HTTPError) *apiError {
