@@ -36,6 +36,17 @@ type Tx interface {
 	// Extend sets the lease of processing job j to expire at until. It
 	// returns the row as stored.
 	Extend(j *Job, until time.Time) (*Job, error)
+	// ClaimQueue reads what limits a claim from queue (Busy only if busy is
+	// set). PostgreSQL takes the queue's claim lock first, so the limits
+	// hold across nodes until the commit.
+	ClaimQueue(queue string, busy bool) (QueueLimits, error)
+	// Take moves up to n claimable jobs of req.Queue (of req.Kinds, if any:
+	// due, not expired) to processing, first in claim order, each with a
+	// new lease of req.Timeout (if zero, the job's timeout) for
+	// req.WorkerID. It returns them as stored, in any order.
+	Take(req ClaimRequest, n int) ([]*Job, error)
+	// SetRate stores queue's rate bucket: tokens, as of now.
+	SetRate(queue string, tokens float64) error
 	// Requeue makes job j queued again at runAt with j.Errors, without a
 	// lease or worker; giveBack returns the attempt it used (a snooze). It
 	// returns the row as stored.
@@ -89,6 +100,9 @@ type Tx interface {
 
 	// Event records a lifecycle event (data is its JSON, or nil).
 	Event(typ string, id int64, queue, kind string, data []byte)
+	// Publish publishes an event after the commit without recording it
+	// (one the job row tells: Timeline derives it).
+	Publish(typ string, id int64, queue, kind string, data []byte)
 	// Moved tells a store that counts jobs per status (SQLite) that n jobs
 	// of queue went from one status to another; others ignore it.
 	Moved(queue string, from, to Status, n int)

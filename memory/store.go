@@ -632,77 +632,54 @@ func (s *Store) JobEvents(ctx context.Context, id int64) ([]app.Event, error) {
 
 // Claim implements app.Store.
 func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, error) {
-	var out []*app.Job
-	err := s.write(ctx, func(t *tx) error {
-		q := s.queues[req.Queue]
-		if q != nil && q.paused {
-			return nil
+	return app.Claim(ctx, s, req)
+}
+
+// ClaimQueue implements app.Tx.
+func (t *tx) ClaimQueue(queue string, busy bool) (app.QueueLimits, error) {
+	var l app.QueueLimits
+	if q := t.s.queues[queue]; q != nil {
+		l = app.QueueLimits{Paused: q.paused, Tokens: q.tokens, RateAt: q.rateAt}
+	}
+	for _, j := range t.s.jobs {
+		if busy && j.Queue == queue && j.Status == app.StatusProcessing {
+			l.Busy++
 		}
-		n := max(req.Limit, 1)
-		if req.Concurrency > 0 {
-			busy := 0
-			for _, j := range s.jobs {
-				if j.Queue == req.Queue && j.Status == app.StatusProcessing {
-					busy++
-				}
-			}
-			n = min(n, req.Concurrency-busy)
+	}
+	return l, nil
+}
+
+// Take implements app.Tx.
+func (t *tx) Take(req app.ClaimRequest, n int) ([]*app.Job, error) {
+	var cands []*app.Job
+	for _, j := range t.s.jobs {
+		if j.Queue == req.Queue && j.Status == app.StatusQueued && !j.RunAt.After(t.now) &&
+			(j.ExpiresAt == nil || j.ExpiresAt.After(t.now)) && (len(req.Kinds) == 0 || slices.Contains(req.Kinds, j.Kind)) {
+			cands = append(cands, j)
 		}
-		var left float64
-		if req.Rate > 0 && n > 0 {
-			var tokens float64
-			var then time.Time
-			if q != nil {
-				tokens, then = q.tokens, q.rateAt
-			}
-			n, left = app.RateTake(tokens, then, t.now, req.Rate, req.Burst, n)
+	}
+	slices.SortFunc(cands, app.ClaimOrder)
+	out := make([]*app.Job, 0, min(n, len(cands)))
+	for _, old := range cands[:min(n, len(cands))] {
+		j := copyJob(old)
+		timeout := j.Timeout.D()
+		if req.Timeout > 0 {
+			timeout = req.Timeout.Truncate(time.Millisecond)
 		}
-		if n <= 0 {
-			return nil
+		j.Status, j.Attempts, j.Lease, j.WorkerID = app.StatusProcessing, j.Attempts+1, j.Lease+1, req.WorkerID
+		j.LeaseExpiresAt, j.StartedAt, j.UpdatedAt = ptr(t.now.Add(timeout)), ptr(t.now), t.now
+		if err := t.putJob(j); err != nil {
+			return nil, err
 		}
-		var cands []*app.Job
-		for _, j := range s.jobs {
-			if j.Queue == req.Queue && j.Status == app.StatusQueued && !j.RunAt.After(t.now) &&
-				(j.ExpiresAt == nil || j.ExpiresAt.After(t.now)) && (len(req.Kinds) == 0 || slices.Contains(req.Kinds, j.Kind)) {
-				cands = append(cands, j)
-			}
-		}
-		slices.SortFunc(cands, app.ClaimOrder)
-		if len(cands) > n {
-			cands = cands[:n]
-		}
-		for _, old := range cands {
-			j := copyJob(old)
-			j.Status = app.StatusProcessing
-			j.Attempts++
-			j.Lease++
-			timeout := j.Timeout.D()
-			if req.Timeout > 0 {
-				timeout = req.Timeout.Truncate(time.Millisecond)
-			}
-			j.LeaseExpiresAt = ptr(t.now.Add(timeout))
-			j.WorkerID = req.WorkerID
-			j.StartedAt = ptr(t.now)
-			j.UpdatedAt = t.now
-			if err := t.putJob(j); err != nil {
-				return err
-			}
-			if err := t.Fault(app.FaultClaim, j.ID); err != nil {
-				return err
-			}
-			t.Event(app.EventStarted, j.ID, j.Queue, j.Kind, app.StartedData(j))
-			out = append(out, copyJob(j))
-		}
-		if req.Rate > 0 {
-			left += float64(n - len(out))
-			t.setQueue(req.Queue, func(q *queueState) { q.tokens, q.rateAt = left, t.now })
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("claim from %s: %w", req.Queue, err)
+		out = append(out, copyJob(j))
 	}
 	return out, nil
+}
+
+// SetRate implements app.Tx.
+func (t *tx) SetRate(queue string, tokens float64) error {
+	t.setQueue(queue, func(q *queueState) { q.tokens, q.rateAt = tokens, t.now })
+	return nil
 }
 
 // fenced returns the stored job id if it is processing under lease.

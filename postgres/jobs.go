@@ -262,13 +262,10 @@ func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, er
 		// with its BEGIN and COMMIT in one round trip.
 		err = s.writePiped(ctx, func(w *wtx, p *pipe) {
 			out = nil
-			w.pipeClaim(p, req, max(req.Limit, 1), false, &out)
+			w.pipeClaim(p, req, max(req.Limit, 1), &out)
 		})
 	} else {
-		err = s.write(ctx, func(w *wtx) (err error) {
-			out, err = w.claimLimited(req)
-			return err
-		})
+		return app.Claim(ctx, s, req)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("claim from %s: %w", req.Queue, mapErr(err))
@@ -276,68 +273,56 @@ func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, er
 	return out, nil
 }
 
-// claimLimited claims under a concurrency or rate limit, holding the
-// queue's advisory lock from the check to the claim.
-func (w *wtx) claimLimited(req app.ClaimRequest) ([]*app.Job, error) {
-	n := max(req.Limit, 1)
+// ClaimQueue implements app.Tx: under the queue's claim lock, held to the
+// commit, so a limited claim's check and take are one at a time across nodes.
+func (w *wtx) ClaimQueue(queue string, busy bool) (app.QueueLimits, error) {
+	var l app.QueueLimits
+	if err := w.lock("claim", queue); err != nil {
+		return l, err
+	}
 	var tokens *float64
 	var rateAt *time.Time
-	if err := w.lock("claim", req.Queue); err != nil {
-		return nil, err
-	}
-	var paused bool
-	err := w.queryRow(`SELECT paused, rate_tokens, rate_at FROM queues WHERE name = $1`, req.Queue).Scan(&paused, &tokens, &rateAt)
+	err := w.queryRow(`SELECT paused, rate_tokens, rate_at FROM queues WHERE name = $1`, queue).Scan(&l.Paused, &tokens, &rateAt)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return nil, err
+		return l, err
 	}
-	if paused {
-		return nil, nil
+	if tokens != nil && rateAt != nil {
+		l.Tokens, l.RateAt = *tokens, *rateAt
 	}
-	if req.Concurrency > 0 {
-		var busy int
-		if err := w.queryRow(`SELECT count(*) FROM jobs WHERE status = 'processing' AND queue = $1`, req.Queue).Scan(&busy); err != nil {
-			return nil, err
-		}
-		n = min(n, req.Concurrency-busy)
+	if busy {
+		return l, w.queryRow(`SELECT count(*) FROM jobs WHERE status = 'processing' AND queue = $1`, queue).Scan(&l.Busy)
 	}
-	var left float64
-	if req.Rate > 0 && n > 0 {
-		var then time.Time
-		if rateAt != nil {
-			then = *rateAt
-		}
-		var have float64
-		if tokens != nil {
-			have = *tokens
-		}
-		n, left = app.RateTake(have, then, w.now, req.Rate, req.Burst, n)
-	}
-	if n <= 0 {
-		return nil, nil
-	}
+	return l, nil
+}
+
+// Take implements app.Tx.
+func (w *wtx) Take(req app.ClaimRequest, n int) ([]*app.Job, error) {
 	var out []*app.Job
 	p := &pipe{}
-	w.pipeClaim(p, req, n, true, &out)
-	if err := w.run(p); err != nil {
-		return nil, err
+	q, a := w.claimStatement(req, n, true)
+	p.exec(customPlans)
+	p.query(func(rows pgx.Rows) (err error) {
+		out, err = scanJobs(rows, nil)
+		return err
+	}, q, a...)
+	return out, w.run(p)
+}
+
+// SetRate implements app.Tx.
+func (w *wtx) SetRate(queue string, tokens float64) error {
+	_, err := w.exec(`INSERT INTO queues (name, rate_tokens, rate_at) VALUES ($1, $2, $3)
+		ON CONFLICT (name) DO UPDATE SET rate_tokens = excluded.rate_tokens, rate_at = excluded.rate_at`, queue, tokens, w.now)
+	if err == nil {
+		w.queues = append(w.queues, queue)
 	}
-	if req.Rate > 0 {
-		left += float64(n - len(out)) // give back what was not used
-		if _, err := w.exec(`INSERT INTO queues (name, rate_tokens, rate_at) VALUES ($1, $2, $3)
-			ON CONFLICT (name) DO UPDATE SET rate_tokens = excluded.rate_tokens, rate_at = excluded.rate_at`,
-			req.Queue, left, w.now); err != nil {
-			return nil, err
-		}
-		w.queues = append(w.queues, req.Queue)
-	}
-	return out, nil
+	return err
 }
 
 // pipeClaim adds to p the claim of up to n jobs for req, planned for its
 // own arguments (see customPlans), and sets *out to the jobs it took, in
 // claim order.
-func (w *wtx) pipeClaim(p *pipe, req app.ClaimRequest, n int, locked bool, out *[]*app.Job) {
-	q, a := w.claimStatement(req, n, locked)
+func (w *wtx) pipeClaim(p *pipe, req app.ClaimRequest, n int, out *[]*app.Job) {
+	q, a := w.claimStatement(req, n, false)
 	p.exec(customPlans)
 	p.query(func(rows pgx.Rows) error {
 		jobs, err := scanJobs(rows, nil)

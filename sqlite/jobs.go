@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -252,86 +251,55 @@ func scanEvents(rows *sql.Rows) ([]app.Event, error) {
 
 // Claim implements app.Store.
 func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, error) {
-	var out []*app.Job
-	err := s.write(ctx, func(w *wtx) error {
-		out = nil
-		var paused int
-		var tokens sql.NullFloat64
-		var rateAt sql.NullInt64
-		err := w.queryRow(`SELECT paused, rate_tokens, rate_at FROM queues WHERE name = ?`, req.Queue).Scan(&paused, &tokens, &rateAt)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		if paused != 0 {
-			return nil
-		}
-		n := max(req.Limit, 1)
-		if req.Concurrency > 0 {
-			var busy int
-			if err := w.queryRow(`SELECT count(*) FROM jobs WHERE status = 'processing' AND queue = ?`, req.Queue).Scan(&busy); err != nil {
-				return err
-			}
-			n = min(n, req.Concurrency-busy)
-		}
-		var left float64
-		if req.Rate > 0 && n > 0 {
-			var then time.Time
-			if rateAt.Valid {
-				then = fromMS(rateAt.Int64)
-			}
-			n, left = app.RateTake(tokens.Float64, then, w.now, req.Rate, req.Burst, n)
-		}
-		if n <= 0 {
-			return nil
-		}
-		leaseExp, leaseMS := `:now + timeout_ms`, int64(-1)
-		args := []any{sql.Named("now", ms(w.now)), sql.Named("worker", req.WorkerID), sql.Named("queue", req.Queue), sql.Named("n", n)}
-		if req.Timeout > 0 {
-			leaseExp, leaseMS = `:now + :timeout`, req.Timeout.Milliseconds()
-			args = append(args, sql.Named("timeout", leaseMS))
-		}
-		for i, k := range req.Kinds {
-			args = append(args, sql.Named("kind"+strconv.Itoa(i), k))
-		}
-		rows, err := w.query(claimSQL(leaseExp, len(req.Kinds)), args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			j, err := scanClaimed(rows, ms(w.now), req.WorkerID, leaseMS)
-			if err != nil {
-				return err
-			}
-			out = append(out, j)
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		rows.Close()
-		slices.SortFunc(out, app.ClaimOrder)
-		for _, j := range out {
-			if err := w.Fault(app.FaultClaim, j.ID); err != nil {
-				return err
-			}
-			w.Publish(app.EventStarted, j.ID, j.Queue, j.Kind, app.StartedData(j))
-			w.Moved(j.Queue, app.StatusQueued, app.StatusProcessing, 1)
-			w.claimed = append(w.claimed, claimedJob{id: j.ID, lease: j.Lease, queue: j.Queue, kind: j.Kind, started: *j.StartedAt})
-		}
-		if req.Rate > 0 {
-			left += float64(n - len(out)) // give back what was not used
-			if _, err := w.exec(`INSERT INTO queues (name, rate_tokens, rate_at) VALUES (?, ?, ?)
-				ON CONFLICT (name) DO UPDATE SET rate_tokens = excluded.rate_tokens, rate_at = excluded.rate_at`,
-				req.Queue, left, ms(w.now)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("claim from %s: %w", req.Queue, mapErr(err))
+	return app.Claim(ctx, s, req)
+}
+
+// ClaimQueue implements app.Tx.
+func (w *wtx) ClaimQueue(queue string, busy bool) (app.QueueLimits, error) {
+	var l app.QueueLimits
+	var paused int
+	var tokens sql.NullFloat64
+	var rateAt sql.NullInt64
+	err := w.queryRow(`SELECT paused, rate_tokens, rate_at FROM queues WHERE name = ?`, queue).Scan(&paused, &tokens, &rateAt)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return l, err
 	}
-	return out, nil
+	l.Paused, l.Tokens = paused != 0, tokens.Float64
+	if rateAt.Valid {
+		l.RateAt = fromMS(rateAt.Int64)
+	}
+	err = nil // a queue without a row has no limits stored
+	if busy {
+		err = w.queryRow(`SELECT count(*) FROM jobs WHERE status = 'processing' AND queue = ?`, queue).Scan(&l.Busy)
+	}
+	return l, err
+}
+
+// Take implements app.Tx: one statement (see claimSQL). The writer
+// remembers the claims, for the completions that follow (see claimedJob).
+func (w *wtx) Take(req app.ClaimRequest, n int) ([]*app.Job, error) {
+	leaseExp, leaseMS := `:now + timeout_ms`, int64(-1)
+	args := []any{sql.Named("now", ms(w.now)), sql.Named("worker", req.WorkerID), sql.Named("queue", req.Queue), sql.Named("n", n)}
+	if req.Timeout > 0 {
+		leaseExp, leaseMS = `:now + :timeout`, req.Timeout.Milliseconds()
+		args = append(args, sql.Named("timeout", leaseMS))
+	}
+	for i, k := range req.Kinds {
+		args = append(args, sql.Named("kind"+strconv.Itoa(i), k))
+	}
+	rows, err := w.query(claimSQL(leaseExp, len(req.Kinds)), args...)
+	out, err := collect(rows, err, func(sc scanner) (*app.Job, error) { return scanClaimed(sc, ms(w.now), req.WorkerID, leaseMS) })
+	for _, j := range out {
+		w.claimed = append(w.claimed, claimedJob{id: j.ID, lease: j.Lease, queue: j.Queue, kind: j.Kind, started: *j.StartedAt})
+	}
+	return out, err
+}
+
+// SetRate implements app.Tx.
+func (w *wtx) SetRate(queue string, tokens float64) error {
+	_, err := w.exec(`INSERT INTO queues (name, rate_tokens, rate_at) VALUES (?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET rate_tokens = excluded.rate_tokens, rate_at = excluded.rate_at`, queue, tokens, ms(w.now))
+	return err
 }
 
 // claimSQL claims in claim order through jobs_claim (queue, kind,

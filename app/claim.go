@@ -1,0 +1,64 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// QueueLimits is what limits a claim from a queue, as the store holds it.
+type QueueLimits struct {
+	Paused bool
+	// Busy is how many of the queue's jobs are processing (read only when
+	// the claim has a concurrency limit).
+	Busy int
+	// Tokens is the queue's rate bucket as of RateAt (zero: never used).
+	Tokens float64
+	RateAt time.Time
+}
+
+// Claim moves up to req.Limit claimable jobs of req.Queue to processing, in
+// claim order, each with a new lease: as many as the queue's pause, its
+// concurrency limit (jobs processing) and its rate bucket allow. Tokens a
+// claim took but found no job for go back to the bucket.
+func Claim(ctx context.Context, w Writer, req ClaimRequest) ([]*Job, error) {
+	var out []*Job
+	err := w.Write(ctx, func(tx Tx) error {
+		out = nil
+		q, err := tx.ClaimQueue(req.Queue, req.Concurrency > 0)
+		if err != nil || q.Paused {
+			return err
+		}
+		n := max(req.Limit, 1)
+		if req.Concurrency > 0 {
+			n = min(n, req.Concurrency-q.Busy)
+		}
+		var left float64
+		if req.Rate > 0 && n > 0 {
+			n, left = RateTake(q.Tokens, q.RateAt, tx.Now(), req.Rate, req.Burst, n)
+		}
+		if n <= 0 {
+			return nil
+		}
+		if out, err = tx.Take(req, n); err != nil {
+			return err
+		}
+		slices.SortFunc(out, ClaimOrder)
+		for _, j := range out {
+			if err := tx.Fault(FaultClaim, j.ID); err != nil {
+				return err
+			}
+			tx.Publish(EventStarted, j.ID, j.Queue, j.Kind, StartedData(j))
+			tx.Moved(j.Queue, StatusQueued, StatusProcessing, 1)
+		}
+		if req.Rate > 0 {
+			return tx.SetRate(req.Queue, left+float64(n-len(out)))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim from %s: %w", req.Queue, err)
+	}
+	return out, nil
+}
