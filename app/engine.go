@@ -52,7 +52,7 @@ func Heartbeat(ctx context.Context, w Writer, id, lease int64, extend time.Durat
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("heartbeat: %w", err)
+		return nil, WithOperation("heartbeat", err)
 	}
 	return job, nil
 }
@@ -365,7 +365,7 @@ func Purge(ctx context.Context, w Writer, f DeadFilter, audit *AuditEntry) ([]in
 		return tx.Audit(audit, len(ids))
 	})
 	if err != nil {
-		return nil, fmt.Errorf("purge: %w", err)
+		return nil, WithOperation("purge", err)
 	}
 	return ids, nil
 }
@@ -424,7 +424,7 @@ func Replay(ctx context.Context, w Writer, req ReplayRequest) ([]*Job, error) {
 		return tx.Audit(req.Audit, len(out))
 	})
 	if err != nil {
-		return nil, fmt.Errorf("replay: %w", err)
+		return nil, WithOperation("replay", err)
 	}
 	return out, nil
 }

@@ -17,7 +17,7 @@ func Submit(ctx context.Context, st JobStore, req SubmitRequest) ([]Submitted, e
 	if plain(req) {
 		out, err := st.InsertJobs(ctx, req.Jobs)
 		if err != nil {
-			return nil, fmt.Errorf("submit: %w", err)
+			return nil, WithOperation("submit", err)
 		}
 		return out, nil
 	}
@@ -27,7 +27,7 @@ func Submit(ctx context.Context, st JobStore, req SubmitRequest) ([]Submitted, e
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("submit: %w", err)
+		return nil, WithOperation("submit", err)
 	}
 	return out, nil
 }

@@ -727,7 +727,7 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("complete: %w", err)
+		return nil, app.WithOperation("complete", err)
 	}
 	return errs, nil
 }

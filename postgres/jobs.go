@@ -221,29 +221,14 @@ func (s *Store) JobEvents(ctx context.Context, id int64) ([]app.Event, error) {
 		return nil, err
 	}
 	defer s.leave()
-	rows, err := s.pool.Query(ctx, `SELECT id, job_id, queue, kind, type, at, data::text FROM events WHERE job_id = $1 ORDER BY id LIMIT 10000`, id)
-	if err != nil {
-		return nil, fmt.Errorf("events of job %d: %w", id, mapErr(err))
-	}
-	defer rows.Close()
-	var out []app.Event
-	for rows.Next() {
-		var e app.Event
-		var jobID *int64
+	rows, err := s.pool.Query(ctx, `SELECT id, coalesce(job_id, 0), queue, kind, type, at, data::text FROM events WHERE job_id = $1 ORDER BY id LIMIT 10000`, id)
+	out, err := collect(rows, err, func(row pgx.Row) (e app.Event, err error) {
 		var data *string
-		if err := rows.Scan(&e.ID, &jobID, &e.Queue, &e.Kind, &e.Type, &e.At, &data); err != nil {
-			return nil, fmt.Errorf("events of job %d: %w", id, mapErr(err))
-		}
-		if jobID != nil {
-			e.JobID = *jobID
-		}
-		e.At = e.At.UTC()
-		if data != nil {
-			e.Data = json.RawMessage(*data)
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+		err = row.Scan(&e.ID, &e.JobID, &e.Queue, &e.Kind, &e.Type, &e.At, &data)
+		e.At, e.Data = e.At.UTC(), rawPtr(data)
+		return e, err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("events of job %d: %w", id, mapErr(err))
 	}
 	return out, nil
@@ -484,7 +469,7 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 			w.now, ids, leases, results, time.Unix(w.now.Unix(), 0).UTC())
 	})
 	if err != nil {
-		return nil, fmt.Errorf("complete: %w", mapErr(err))
+		return nil, app.WithOperation("complete", mapErr(err))
 	}
 	// Why an item was not completed is read after the commit: the answer
 	// (lease lost, or no such job) does not change what was written, and the
@@ -493,7 +478,7 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 		return fenceErr(s.pool.QueryRow(context.WithoutCancel(ctx), fenceSQL, id), id)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("complete: %w", mapErr(err))
+		return nil, app.WithOperation("complete", mapErr(err))
 	}
 	return errs, nil
 }

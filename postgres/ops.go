@@ -24,20 +24,12 @@ func (s *Store) Queues(ctx context.Context) ([]app.QueueState, error) {
 	}
 	defer s.leave()
 	rows, err := s.pool.Query(ctx, `SELECT name, paused, paused_at FROM queues ORDER BY name`)
-	if err != nil {
-		return nil, fmt.Errorf("list queues: %w", mapErr(err))
-	}
-	defer rows.Close()
-	var out []app.QueueState
-	for rows.Next() {
-		var q app.QueueState
-		if err := rows.Scan(&q.Name, &q.Paused, &q.PausedAt); err != nil {
-			return nil, fmt.Errorf("list queues: %w", mapErr(err))
-		}
+	out, err := collect(rows, err, func(row pgx.Row) (q app.QueueState, err error) {
+		err = row.Scan(&q.Name, &q.Paused, &q.PausedAt)
 		q.PausedAt = utcPtr(q.PausedAt)
-		out = append(out, q)
-	}
-	if err := rows.Err(); err != nil {
+		return q, err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("list queues: %w", mapErr(err))
 	}
 	return out, nil
@@ -91,21 +83,13 @@ func (s *Store) Throughput(ctx context.Context, since time.Time) ([]app.MinuteCo
 	rows, err := s.pool.Query(ctx, `SELECT queue, floor(extract(epoch FROM second) / 60)::bigint * 60 AS minute,
 			sum(completed)::bigint, sum(failed)::bigint
 		FROM throughput WHERE second >= $1 GROUP BY queue, minute ORDER BY minute, queue`, time.Unix(since.Unix(), 0).UTC())
-	if err != nil {
-		return nil, fmt.Errorf("throughput: %w", mapErr(err))
-	}
-	defer rows.Close()
-	var out []app.MinuteCount
-	for rows.Next() {
-		var m app.MinuteCount
+	out, err := collect(rows, err, func(row pgx.Row) (m app.MinuteCount, err error) {
 		var minute int64
-		if err := rows.Scan(&m.Queue, &minute, &m.Completed, &m.Failed); err != nil {
-			return nil, fmt.Errorf("throughput: %w", mapErr(err))
-		}
+		err = row.Scan(&m.Queue, &minute, &m.Completed, &m.Failed)
 		m.Minute = time.Unix(minute, 0).UTC()
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
+		return m, err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("throughput: %w", mapErr(err))
 	}
 	return out, nil
@@ -199,24 +183,13 @@ func (s *Store) ListAudit(ctx context.Context, f app.AuditFilter) ([]app.AuditEn
 	}
 	rows, err := s.pool.Query(ctx, `SELECT id, at, actor, action, target, filter::text, count FROM audit`+w.String()+
 		` ORDER BY id DESC`+limit(f.Limit, 50), w.args...)
-	if err != nil {
-		return nil, fmt.Errorf("list audit: %w", mapErr(err))
-	}
-	defer rows.Close()
-	var out []app.AuditEntry
-	for rows.Next() {
-		var e app.AuditEntry
+	out, err := collect(rows, err, func(row pgx.Row) (e app.AuditEntry, err error) {
 		var target, filter *string
-		if err := rows.Scan(&e.ID, &e.At, &e.Actor, &e.Action, &target, &filter, &e.Count); err != nil {
-			return nil, fmt.Errorf("list audit: %w", mapErr(err))
-		}
-		e.At, e.Target = e.At.UTC(), deref(target)
-		if filter != nil {
-			e.Filter = json.RawMessage(*filter)
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+		err = row.Scan(&e.ID, &e.At, &e.Actor, &e.Action, &target, &filter, &e.Count)
+		e.At, e.Target, e.Filter = e.At.UTC(), deref(target), rawPtr(filter)
+		return e, err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("list audit: %w", mapErr(err))
 	}
 	return out, nil

@@ -66,20 +66,27 @@ func scanJob(row pgx.Row) (*app.Job, error) {
 }
 
 // scanJobs reads every row of rows and closes them.
-func scanJobs(rows pgx.Rows, err error) ([]*app.Job, error) {
+func scanJobs(rows pgx.Rows, err error) ([]*app.Job, error) { return collect(rows, err, scanJob) }
+
+// collect reads every row of a query with scan, and closes the rows. No
+// rows is nil, as the other stores answer.
+func collect[T any](rows pgx.Rows, err error, scan func(pgx.Row) (T, error)) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []*app.Job
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, j)
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (T, error) { return scan(row) })
+	if len(out) == 0 {
+		out = nil
 	}
-	return out, rows.Err()
+	return out, err
+}
+
+// rawPtr is a nullable JSON column's value (nil for NULL).
+func rawPtr(p *string) json.RawMessage {
+	if p == nil {
+		return nil
+	}
+	return json.RawMessage(*p)
 }
 
 // deadCols is the column list every dead-letter query selects, in scanDead's order.
@@ -114,21 +121,7 @@ func scanDead(row pgx.Row) (*app.DeadJob, error) {
 	return &d, nil
 }
 
-func scanDeads(rows pgx.Rows, err error) ([]*app.DeadJob, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*app.DeadJob
-	for rows.Next() {
-		d, err := scanDead(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	return out, rows.Err()
-}
+func scanDeads(rows pgx.Rows, err error) ([]*app.DeadJob, error) { return collect(rows, err, scanDead) }
 
 func deref(p *string) string {
 	if p == nil {

@@ -440,12 +440,8 @@ func (w *wtx) DeleteDead(f app.DeadFilter) ([]app.Ref, error) {
 
 // scanRefs reads (id, queue, kind) rows.
 func scanRefs(rows pgx.Rows, err error) ([]app.Ref, error) {
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (app.Ref, error) {
-		var r app.Ref
-		err := row.Scan(&r.ID, &r.Queue, &r.Kind)
+	return collect(rows, err, func(row pgx.Row) (r app.Ref, err error) {
+		err = row.Scan(&r.ID, &r.Queue, &r.Kind)
 		return r, err
 	})
 }

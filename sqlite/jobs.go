@@ -222,31 +222,20 @@ func (s *Store) CountJobs(ctx context.Context, f app.JobFilter) (int, error) {
 // JobEvents implements app.Store.
 func (s *Store) JobEvents(ctx context.Context, id int64) ([]app.Event, error) {
 	rows, err := s.rdb.QueryContext(ctx, `SELECT id, job_id, queue, kind, type, at, data FROM events WHERE job_id = ? ORDER BY id LIMIT 10000`, id)
+	out, err := collect(rows, err, scanEvent)
 	if err != nil {
 		return nil, fmt.Errorf("events of job %d: %w", id, mapErr(err))
 	}
-	return scanEvents(rows)
+	return out, nil
 }
 
-func scanEvents(rows *sql.Rows) ([]app.Event, error) {
-	defer rows.Close()
-	var out []app.Event
-	for rows.Next() {
-		var e app.Event
-		var jobID sql.NullInt64
-		var at int64
-		var data sql.NullString
-		if err := rows.Scan(&e.ID, &jobID, &e.Queue, &e.Kind, &e.Type, &at, &data); err != nil {
-			return nil, err
-		}
-		e.JobID = jobID.Int64
-		e.At = fromMS(at)
-		if data.Valid {
-			e.Data = json.RawMessage(data.String)
-		}
-		out = append(out, e)
-	}
-	return out, mapErr(rows.Err())
+func scanEvent(sc scanner) (e app.Event, err error) {
+	var jobID sql.NullInt64
+	var at int64
+	var data sql.NullString
+	err = sc.Scan(&e.ID, &jobID, &e.Queue, &e.Kind, &e.Type, &at, &data)
+	e.JobID, e.At, e.Data = jobID.Int64, fromMS(at), nullJSON(data)
+	return e, err
 }
 
 // Claim implements app.Store.
@@ -400,7 +389,7 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("complete: %w", mapErr(err))
+		return nil, app.WithOperation("complete", mapErr(err))
 	}
 	return errs, nil
 }

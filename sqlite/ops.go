@@ -14,23 +14,17 @@ import (
 // Queues implements app.Store.
 func (s *Store) Queues(ctx context.Context) ([]app.QueueState, error) {
 	rows, err := s.rdb.QueryContext(ctx, `SELECT name, paused, paused_at FROM queues ORDER BY name`)
+	out, err := collect(rows, err, func(sc scanner) (q app.QueueState, err error) {
+		var paused int
+		var at sql.NullInt64
+		err = sc.Scan(&q.Name, &paused, &at)
+		q.Paused, q.PausedAt = paused != 0, fromNullMS(at)
+		return q, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("list queues: %w", mapErr(err))
 	}
-	defer rows.Close()
-	var out []app.QueueState
-	for rows.Next() {
-		var q app.QueueState
-		var paused int
-		var at sql.NullInt64
-		if err := rows.Scan(&q.Name, &paused, &at); err != nil {
-			return nil, fmt.Errorf("list queues: %w", err)
-		}
-		q.Paused = paused != 0
-		q.PausedAt = fromNullMS(at)
-		out = append(out, q)
-	}
-	return out, mapErr(rows.Err())
+	return out, nil
 }
 
 func boolInt(b bool) int {
@@ -185,21 +179,16 @@ func (s *Store) countStats(ctx context.Context) ([]app.QueueStats, error) {
 func (s *Store) Throughput(ctx context.Context, since time.Time) ([]app.MinuteCount, error) {
 	rows, err := s.rdb.QueryContext(ctx, `SELECT queue, second / 60 * 60 AS minute, sum(completed), sum(failed)
 		FROM throughput WHERE second >= ? GROUP BY queue, minute ORDER BY minute, queue`, since.Unix())
+	out, err := collect(rows, err, func(sc scanner) (m app.MinuteCount, err error) {
+		var minute int64
+		err = sc.Scan(&m.Queue, &minute, &m.Completed, &m.Failed)
+		m.Minute = time.Unix(minute, 0).UTC()
+		return m, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("throughput: %w", mapErr(err))
 	}
-	defer rows.Close()
-	var out []app.MinuteCount
-	for rows.Next() {
-		var m app.MinuteCount
-		var minute int64
-		if err := rows.Scan(&m.Queue, &minute, &m.Completed, &m.Failed); err != nil {
-			return nil, fmt.Errorf("throughput: %w", err)
-		}
-		m.Minute = time.Unix(minute, 0).UTC()
-		out = append(out, m)
-	}
-	return out, mapErr(rows.Err())
+	return out, nil
 }
 
 // DeleteOld implements app.Store.
@@ -306,25 +295,17 @@ func (s *Store) ListAudit(ctx context.Context, f app.AuditFilter) ([]app.AuditEn
 	}
 	rows, err := s.rdb.QueryContext(ctx, `SELECT id, at, actor, action, target, filter, count FROM audit`+w.String()+
 		` ORDER BY id DESC`+limit(f.Limit, 50), w.args...)
+	out, err := collect(rows, err, func(sc scanner) (e app.AuditEntry, err error) {
+		var at int64
+		var target, filter sql.NullString
+		err = sc.Scan(&e.ID, &at, &e.Actor, &e.Action, &target, &filter, &e.Count)
+		e.At, e.Target, e.Filter = fromMS(at), target.String, nullJSON(filter)
+		return e, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("list audit: %w", mapErr(err))
 	}
-	defer rows.Close()
-	var out []app.AuditEntry
-	for rows.Next() {
-		var e app.AuditEntry
-		var at int64
-		var target, filter sql.NullString
-		if err := rows.Scan(&e.ID, &at, &e.Actor, &e.Action, &target, &filter, &e.Count); err != nil {
-			return nil, fmt.Errorf("list audit: %w", err)
-		}
-		e.At, e.Target = fromMS(at), target.String
-		if filter.Valid {
-			e.Filter = json.RawMessage(filter.String)
-		}
-		out = append(out, e)
-	}
-	return out, mapErr(rows.Err())
+	return out, nil
 }
 
 const onceCols = `key, token, done, result, held_until, created_at, done_at`

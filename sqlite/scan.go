@@ -190,6 +190,14 @@ func nullInt(p *int64) any {
 	return *p
 }
 
+// nullJSON is a nullable JSON column's value (nil for NULL).
+func nullJSON(v sql.NullString) json.RawMessage {
+	if !v.Valid {
+		return nil
+	}
+	return json.RawMessage(v.String)
+}
+
 // nullRaw is r as text, or NULL if r is nil.
 func nullRaw(r json.RawMessage) any {
 	if r == nil {

@@ -71,19 +71,7 @@ func toAPIError(err error) (*apiError, bool) {
 
 // message is what a client is told of err: app.UserMessage, which leaves
 // out the operations it went through inside the server (app.OperationError).
-func message(err error) string {
-	msg := app.UserMessage(err)
-	for _, p := range unconverted {
-		msg = strings.TrimPrefix(msg, p)
-	}
-	return msg
-}
-
-// unconverted are the operations still wrapped with fmt.Errorf("op: %w")
-// rather than app.WithOperation: heartbeat, purge and replay in
-// app/engine.go, submit in app/submit.go, complete in each store. Drop each
-// as its call sites convert, and this list with the last.
-var unconverted = []string{"submit: ", "heartbeat: ", "complete: ", "replay: ", "purge: "}
+func message(err error) string { return app.UserMessage(err) }
 
 func fromEchoError(he *echo.HTTPError) *apiError {
 	msg := fmt.Sprint(he.Message)
