@@ -297,3 +297,25 @@ func fmtPtr(t *time.Time) *string {
 	s := FormatTime(*t)
 	return &s
 }
+
+// EncodeList is a list (tags, attempt errors) as the SQL stores keep it in
+// a text column: JSON, "[]" when empty.
+func EncodeList[T any](v []T) string {
+	if len(v) == 0 {
+		return "[]"
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // tags and attempt errors always marshal
+	}
+	return string(b)
+}
+
+// DecodeList reads EncodeList's text into out ("", "[]" and "null" are nil).
+func DecodeList[T any](s string, out *[]T) error {
+	if s == "" || s == "[]" || s == "null" {
+		*out = nil
+		return nil
+	}
+	return json.Unmarshal([]byte(s), out)
+}

@@ -75,13 +75,8 @@ func migrateStore(c *cli.Context, from, to string, batch int) error {
 	}
 	defer im.Rollback(context.WithoutCancel(ctx))
 	var last time.Time
-	sum, err := src.Export(ctx, batch, func(b sqlite.ExportBatch) error {
-		fires := make([]postgres.FireRecord, len(b.Fires))
-		for i, f := range b.Fires {
-			fires[i] = postgres.FireRecord(f)
-		}
-		if err := im.Add(ctx, postgres.ImportBatch{Jobs: b.Jobs, Dead: b.Dead, Queues: b.Queues, Fires: fires,
-			Once: b.Once, Audit: b.Audit, Events: b.Events}); err != nil {
+	sum, err := src.Export(ctx, batch, func(b app.Rows) error {
+		if err := im.Add(ctx, b); err != nil {
 			return err
 		}
 		if b.Done == b.Total || time.Since(last) > time.Second {

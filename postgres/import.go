@@ -4,33 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/queuehq/queue/app"
 )
-
-// ImportBatch is rows to copy in from another store (queue migrate-store).
-// Any of its slices may be empty.
-type ImportBatch struct {
-	Jobs   []*app.Job
-	Dead   []*app.DeadJob
-	Queues []app.QueueState
-	Fires  []FireRecord
-	Once   []*app.OnceRecord
-	Audit  []app.AuditEntry
-	Events []app.Event
-}
-
-// FireRecord is one row of periodic_fires: a fire time of a periodic entry
-// that was enqueued (JobID) or skipped (nil).
-type FireRecord struct {
-	Entry     string
-	FireAt    time.Time
-	JobID     *int64
-	CreatedAt time.Time
-}
 
 // Importer copies rows into an empty store, keeping their ids, in one
 // transaction: a failed copy leaves the database as empty as it found it,
@@ -82,7 +60,7 @@ func (s *Store) BeginImport(ctx context.Context) (*Importer, error) {
 }
 
 // Add copies b into the store (inside the import's transaction).
-func (im *Importer) Add(ctx context.Context, b ImportBatch) error {
+func (im *Importer) Add(ctx context.Context, b app.Rows) error {
 	if err := im.jobs(ctx, b.Jobs); err != nil {
 		return fmt.Errorf("import jobs: %w", mapErr(err))
 	}
@@ -99,7 +77,7 @@ func (im *Importer) Add(ctx context.Context, b ImportBatch) error {
 			func(i int) []any {
 				d := b.Dead[i]
 				return []any{d.ID, d.Queue, d.Kind, rawOrNull(d.Payload), d.Priority, tags(d.Tags), d.Attempts, d.MaxAttempts,
-					d.Timeout.D().Milliseconds(), encodeList(d.Errors), nullString(d.IdempotencyKey), ms(d.OriginalCreatedAt),
+					d.Timeout.D().Milliseconds(), app.EncodeList(d.Errors), nullString(d.IdempotencyKey), ms(d.OriginalCreatedAt),
 					d.ReplayedFrom, d.Reason, clean(d.LastError), ms(d.MovedAt), d.OriginalLease, d.ResurrectionCount,
 					msPtr(d.LastResurrectionAt)}
 			}, nil},
@@ -201,7 +179,7 @@ func (im *Importer) jobs(ctx context.Context, jobs []*app.Job) error {
 		return []any{j.ID, j.Queue, j.Kind, rawOrNull(j.Payload), string(j.Status), j.Priority, ms(j.RunAt), j.Attempts, j.MaxAttempts,
 			j.Timeout.D().Milliseconds(), msPtr(j.ExpiresAt), tags(j.Tags), nullString(j.IdempotencyKey), j.Lease,
 			msPtr(j.LeaseExpiresAt), nullString(clean(j.WorkerID)), j.CancelRequested, nullString(clean(j.CancelReason)),
-			encodeList(j.Errors), result, j.ReplayedFrom, ms(j.CreatedAt), ms(j.UpdatedAt), msPtr(j.StartedAt), msPtr(j.FinishedAt)}, nil
+			app.EncodeList(j.Errors), result, j.ReplayedFrom, ms(j.CreatedAt), ms(j.UpdatedAt), msPtr(j.StartedAt), msPtr(j.FinishedAt)}, nil
 	}))
 	if err != nil {
 		return err

@@ -23,12 +23,8 @@ func copyFromSQLite(t *testing.T, src *sqlite.Store, dst *Store, size int) (sqli
 		return sqlite.ExportSummary{}, nil, err
 	}
 	defer im.Rollback(t.Context())
-	sum, err := src.Export(t.Context(), size, func(b sqlite.ExportBatch) error {
-		fires := make([]FireRecord, len(b.Fires))
-		for i, f := range b.Fires {
-			fires[i] = FireRecord(f)
-		}
-		return im.Add(t.Context(), ImportBatch{Jobs: b.Jobs, Dead: b.Dead, Queues: b.Queues, Fires: fires, Once: b.Once, Audit: b.Audit, Events: b.Events})
+	sum, err := src.Export(t.Context(), size, func(b app.Rows) error {
+		return im.Add(t.Context(), b)
 	})
 	if err != nil {
 		return sum, nil, err
@@ -272,7 +268,7 @@ func TestExportRefusesWhileServed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ro.Close()
-	_, err = ro.Export(t.Context(), 10, func(sqlite.ExportBatch) error { return nil })
+	_, err = ro.Export(t.Context(), 10, func(app.Rows) error { return nil })
 	var le *sqlite.LockedError
 	if !errors.As(err, &le) {
 		t.Fatalf("export while served: %v, want a LockedError", err)

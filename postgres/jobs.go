@@ -532,14 +532,14 @@ func (w *wtx) Requeue(j *app.Job, runAt time.Time, giveBack bool) (*app.Job, err
 	}
 	return scanJob(w.queryRow(`UPDATE jobs SET status = 'queued', run_at = $1, attempts = attempts - $2, errors = $3,
 			updated_at = $4, lease_expires_at = NULL, worker_id = NULL WHERE id = $5 RETURNING `+jobCols,
-		ms(runAt), back, encodeList(j.Errors), w.now, j.ID))
+		ms(runAt), back, app.EncodeList(j.Errors), w.now, j.ID))
 }
 
 // Cancel implements app.Tx.
 func (w *wtx) Cancel(j *app.Job, reason string) (*app.Job, error) {
 	return scanJob(w.queryRow(`UPDATE jobs SET status = 'cancelled', cancel_reason = $1, errors = $2,
 			finished_at = $3, updated_at = $3, lease_expires_at = NULL WHERE id = $4 RETURNING `+jobCols,
-		clean(reason), encodeList(j.Errors), w.now, j.ID))
+		clean(reason), app.EncodeList(j.Errors), w.now, j.ID))
 }
 
 // RequestCancel implements app.Tx.
@@ -558,7 +558,7 @@ func (w *wtx) InsertDead(d *app.DeadJob) error {
 			last_error, moved_to_dead_letter_at, original_lease, resurrection_count, last_resurrection_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 0, NULL)`,
 		d.ID, d.Queue, d.Kind, rawOrNull(d.Payload), d.Priority, tags(d.Tags), d.Attempts,
-		d.MaxAttempts, d.Timeout.D().Milliseconds(), encodeList(d.Errors), nullString(d.IdempotencyKey),
+		d.MaxAttempts, d.Timeout.D().Milliseconds(), app.EncodeList(d.Errors), nullString(d.IdempotencyKey),
 		d.OriginalCreatedAt, d.ReplayedFrom, d.Reason, d.LastError, d.MovedAt, d.OriginalLease)
 	return err
 }

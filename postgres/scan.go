@@ -54,7 +54,7 @@ func scanJob(row pgx.Row) (*app.Job, error) {
 	j.LeaseExpiresAt = utcPtr(leaseExpiresAt)
 	j.WorkerID = deref(workerID)
 	j.CancelReason = deref(cancelReason)
-	if err := decodeList(errs, &j.Errors); err != nil {
+	if err := app.DecodeList(errs, &j.Errors); err != nil {
 		return nil, fmt.Errorf("job %d errors: %w", j.ID, err)
 	}
 	if result != nil {
@@ -112,7 +112,7 @@ func scanDead(row pgx.Row) (*app.DeadJob, error) {
 		d.Tags = nil
 	}
 	d.Timeout = app.Duration(time.Duration(timeoutMS) * time.Millisecond)
-	if err := decodeList(errs, &d.Errors); err != nil {
+	if err := app.DecodeList(errs, &d.Errors); err != nil {
 		return nil, fmt.Errorf("dead-letter row %d errors: %w", d.ID, err)
 	}
 	d.IdempotencyKey = deref(idem)
@@ -128,25 +128,6 @@ func deref(p *string) string {
 		return ""
 	}
 	return *p
-}
-
-func decodeList[T any](s string, out *[]T) error {
-	if s == "" || s == "[]" || s == "null" {
-		*out = nil
-		return nil
-	}
-	return json.Unmarshal([]byte(s), out)
-}
-
-func encodeList[T any](v []T) string {
-	if len(v) == 0 {
-		return "[]"
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err) // tags and attempt errors always marshal
-	}
-	return string(b)
 }
 
 // tags is v as a text[] argument (never NULL).

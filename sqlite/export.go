@@ -8,38 +8,9 @@ import (
 	"fmt"
 	"os"
 	"syscall"
-	"time"
 
 	"github.com/queuehq/queue/app"
 )
-
-// ExportBatch is up to one batch of rows of one table, as Export reads
-// them: only the slice of Table is set.
-type ExportBatch struct {
-	// Table is the table the rows come from: "jobs", "dead_letter_jobs",
-	// "queues", "periodic_fires", "once_records", "audit" or "events".
-	Table string
-	// Done counts the rows of Table exported so far, this batch included;
-	// Total is how many the table holds.
-	Done, Total int64
-
-	Jobs   []*app.Job
-	Dead   []*app.DeadJob
-	Queues []app.QueueState
-	Fires  []FireRecord
-	Once   []*app.OnceRecord
-	Audit  []app.AuditEntry
-	Events []app.Event
-}
-
-// FireRecord is one row of periodic_fires: a fire time of a periodic entry
-// that was enqueued (JobID) or skipped (nil).
-type FireRecord struct {
-	Entry     string
-	FireAt    time.Time
-	JobID     *int64
-	CreatedAt time.Time
-}
 
 // ExportSummary is what Export read.
 type ExportSummary struct {
@@ -63,7 +34,7 @@ var ExportTables = []string{"jobs", "dead_letter_jobs", "queues", "periodic_fire
 // while a server runs on the database: stop it, so nothing changes after
 // the copy. Throughput counters (kept two hours) and rate buckets are not
 // exported. An error from fn stops the export and is returned.
-func (s *Store) Export(ctx context.Context, size int, fn func(ExportBatch) error) (ExportSummary, error) {
+func (s *Store) Export(ctx context.Context, size int, fn func(app.Rows) error) (ExportSummary, error) {
 	sum := ExportSummary{Rows: map[string]int64{}}
 	if size <= 0 {
 		size = 1000
@@ -101,7 +72,7 @@ func (s *Store) Export(ctx context.Context, size int, fn func(ExportBatch) error
 			return sum, fmt.Errorf("export %s: read %s: %w", s.path, t.table, mapErr(err))
 		}
 		sum.Rows[t.table] = 0
-		b := ExportBatch{Table: t.table, Total: total}
+		b := app.Rows{Table: t.table, Total: total}
 		n := 0
 		flush := func() error {
 			if n == 0 {
@@ -112,7 +83,7 @@ func (s *Store) Export(ctx context.Context, size int, fn func(ExportBatch) error
 			if err := fn(b); err != nil {
 				return err
 			}
-			b = ExportBatch{Table: t.table, Total: total, Done: b.Done}
+			b = app.Rows{Table: t.table, Total: total, Done: b.Done}
 			n = 0
 			return nil
 		}
@@ -150,19 +121,19 @@ func readOnlyFS(err error) bool {
 var exports = []struct {
 	table string
 	query string
-	scan  func(*sql.Rows, *ExportBatch) error
+	scan  func(*sql.Rows, *app.Rows) error
 }{
-	{"jobs", `SELECT ` + jobCols + ` FROM jobs ORDER BY id`, func(r *sql.Rows, b *ExportBatch) error {
+	{"jobs", `SELECT ` + jobCols + ` FROM jobs ORDER BY id`, func(r *sql.Rows, b *app.Rows) error {
 		j, err := scanJob(r)
 		b.Jobs = append(b.Jobs, j)
 		return err
 	}},
-	{"dead_letter_jobs", `SELECT ` + deadCols + ` FROM dead_letter_jobs ORDER BY id`, func(r *sql.Rows, b *ExportBatch) error {
+	{"dead_letter_jobs", `SELECT ` + deadCols + ` FROM dead_letter_jobs ORDER BY id`, func(r *sql.Rows, b *app.Rows) error {
 		d, err := scanDead(r)
 		b.Dead = append(b.Dead, d)
 		return err
 	}},
-	{"queues", `SELECT name, paused, paused_at FROM queues ORDER BY name`, func(r *sql.Rows, b *ExportBatch) error {
+	{"queues", `SELECT name, paused, paused_at FROM queues ORDER BY name`, func(r *sql.Rows, b *app.Rows) error {
 		var q app.QueueState
 		var paused int
 		var at sql.NullInt64
@@ -171,8 +142,8 @@ var exports = []struct {
 		b.Queues = append(b.Queues, q)
 		return err
 	}},
-	{"periodic_fires", `SELECT entry, fire_at, job_id, created_at FROM periodic_fires ORDER BY entry, fire_at`, func(r *sql.Rows, b *ExportBatch) error {
-		var f FireRecord
+	{"periodic_fires", `SELECT entry, fire_at, job_id, created_at FROM periodic_fires ORDER BY entry, fire_at`, func(r *sql.Rows, b *app.Rows) error {
+		var f app.FireRecord
 		var fireAt, created int64
 		var jobID sql.NullInt64
 		err := r.Scan(&f.Entry, &fireAt, &jobID, &created)
@@ -183,12 +154,12 @@ var exports = []struct {
 		b.Fires = append(b.Fires, f)
 		return err
 	}},
-	{"once_records", `SELECT ` + onceCols + ` FROM once_records ORDER BY key`, func(r *sql.Rows, b *ExportBatch) error {
+	{"once_records", `SELECT ` + onceCols + ` FROM once_records ORDER BY key`, func(r *sql.Rows, b *app.Rows) error {
 		o, err := scanOnce(r)
 		b.Once = append(b.Once, o)
 		return err
 	}},
-	{"audit", `SELECT id, at, actor, action, target, filter, count FROM audit ORDER BY id`, func(r *sql.Rows, b *ExportBatch) error {
+	{"audit", `SELECT id, at, actor, action, target, filter, count FROM audit ORDER BY id`, func(r *sql.Rows, b *app.Rows) error {
 		var e app.AuditEntry
 		var at int64
 		var target, filter sql.NullString
@@ -200,7 +171,7 @@ var exports = []struct {
 		b.Audit = append(b.Audit, e)
 		return err
 	}},
-	{"events", `SELECT id, job_id, queue, kind, type, at, data FROM events ORDER BY id`, func(r *sql.Rows, b *ExportBatch) error {
+	{"events", `SELECT id, job_id, queue, kind, type, at, data FROM events ORDER BY id`, func(r *sql.Rows, b *app.Rows) error {
 		var e app.Event
 		var jobID sql.NullInt64
 		var at int64

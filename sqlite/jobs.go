@@ -66,7 +66,7 @@ func (w *wtx) insertJob(nj *app.NewJob) (*app.Job, error) {
 	}
 	row := pendingJob{job: job, at: now, args: [insertCols]any{
 		nj.Queue, nj.Kind, string(payload), nj.Priority, ms(runAt), nj.MaxAttempts, nj.Timeout.Milliseconds(),
-		nullMS(nj.ExpiresAt), encodeList(nj.Tags), nullString(nj.IdempotencyKey), nullInt(nj.ReplayedFrom),
+		nullMS(nj.ExpiresAt), app.EncodeList(nj.Tags), nullString(nj.IdempotencyKey), nullInt(nj.ReplayedFrom),
 		ms(now), ms(now),
 	}}
 	w.Moved(nj.Queue, "", app.StatusQueued, 1)

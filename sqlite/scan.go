@@ -95,7 +95,7 @@ func (r *jobRow) job() (*app.Job, error) {
 	j.RunAt = fromMS(r.runAt)
 	j.Timeout = app.Duration(time.Duration(r.timeoutMS) * time.Millisecond)
 	j.ExpiresAt = fromNullMS(r.expiresAt)
-	if err := decodeList(r.tags, &j.Tags); err != nil {
+	if err := app.DecodeList(r.tags, &j.Tags); err != nil {
 		return nil, fmt.Errorf("job %d tags: %w", j.ID, err)
 	}
 	j.IdempotencyKey = r.idem.String
@@ -103,7 +103,7 @@ func (r *jobRow) job() (*app.Job, error) {
 	j.WorkerID = r.workerID.String
 	j.CancelRequested = r.cancelRequested != 0
 	j.CancelReason = r.cancelReason.String
-	if err := decodeList(r.errs, &j.Errors); err != nil {
+	if err := app.DecodeList(r.errs, &j.Errors); err != nil {
 		return nil, fmt.Errorf("job %d errors: %w", j.ID, err)
 	}
 	if r.result.Valid {
@@ -139,11 +139,11 @@ func scanDead(sc scanner) (*app.DeadJob, error) {
 		return nil, err
 	}
 	d.Payload = json.RawMessage(payload)
-	if err := decodeList(tags, &d.Tags); err != nil {
+	if err := app.DecodeList(tags, &d.Tags); err != nil {
 		return nil, fmt.Errorf("dead-letter row %d tags: %w", d.ID, err)
 	}
 	d.Timeout = app.Duration(time.Duration(timeoutMS) * time.Millisecond)
-	if err := decodeList(errs, &d.Errors); err != nil {
+	if err := app.DecodeList(errs, &d.Errors); err != nil {
 		return nil, fmt.Errorf("dead-letter row %d errors: %w", d.ID, err)
 	}
 	d.IdempotencyKey = idem.String
@@ -155,25 +155,6 @@ func scanDead(sc scanner) (*app.DeadJob, error) {
 	d.MovedAt = fromMS(movedAt)
 	d.LastResurrectionAt = fromNullMS(lastResurrection)
 	return &d, nil
-}
-
-func decodeList[T any](s string, out *[]T) error {
-	if s == "" || s == "[]" || s == "null" {
-		*out = nil
-		return nil
-	}
-	return json.Unmarshal([]byte(s), out)
-}
-
-func encodeList[T any](v []T) string {
-	if len(v) == 0 {
-		return "[]"
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err) // tags and attempt errors always marshal
-	}
-	return string(b)
 }
 
 func nullString(s string) any {

@@ -79,14 +79,14 @@ func (w *wtx) Requeue(j *app.Job, runAt time.Time, giveBack bool) (*app.Job, err
 	if giveBack {
 		q += `, attempts = attempts - 1`
 	}
-	return scanJob(w.queryRow(q+` WHERE id = ? RETURNING `+jobCols, ms(runAt), encodeList(j.Errors), ms(w.now), j.ID))
+	return scanJob(w.queryRow(q+` WHERE id = ? RETURNING `+jobCols, ms(runAt), app.EncodeList(j.Errors), ms(w.now), j.ID))
 }
 
 // Cancel implements app.Tx.
 func (w *wtx) Cancel(j *app.Job, reason string) (*app.Job, error) {
 	return scanJob(w.queryRow(`UPDATE jobs SET status = 'cancelled', cancel_reason = ?, errors = ?,
 			finished_at = ?, updated_at = ?, lease_expires_at = NULL WHERE id = ? RETURNING `+jobCols,
-		reason, encodeList(j.Errors), ms(w.now), ms(w.now), j.ID))
+		reason, app.EncodeList(j.Errors), ms(w.now), ms(w.now), j.ID))
 }
 
 // RequestCancel implements app.Tx.
@@ -100,8 +100,8 @@ func (w *wtx) RequestCancel(j *app.Job, reason string) (*app.Job, error) {
 func (w *wtx) InsertDead(d *app.DeadJob) error {
 	if _, err := w.exec(`INSERT INTO dead_letter_jobs (`+deadCols+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL)`,
-		d.ID, d.Queue, d.Kind, rawOrNull(d.Payload), d.Priority, encodeList(d.Tags), d.Attempts,
-		d.MaxAttempts, d.Timeout.D().Milliseconds(), encodeList(d.Errors), nullString(d.IdempotencyKey),
+		d.ID, d.Queue, d.Kind, rawOrNull(d.Payload), d.Priority, app.EncodeList(d.Tags), d.Attempts,
+		d.MaxAttempts, d.Timeout.D().Milliseconds(), app.EncodeList(d.Errors), nullString(d.IdempotencyKey),
 		ms(d.OriginalCreatedAt), nullInt(d.ReplayedFrom), d.Reason, d.LastError, ms(d.MovedAt), d.OriginalLease); err != nil {
 		return err
 	}
