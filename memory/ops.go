@@ -114,6 +114,7 @@ func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, e
 	}
 	n := 0
 	err := s.write(ctx, func(t *tx) error {
+		n = 0
 		switch req.What {
 		case app.OldFinished:
 			for _, j := range s.selectJobs(app.JobFilter{StatusIn: []app.Status{app.StatusDone, app.StatusCancelled}, Asc: true}, t.now, len(s.jobs)+1) {
@@ -132,58 +133,23 @@ func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, e
 			}
 			return t.Fault(app.FaultDelete, 0)
 		case app.OldEvents:
-			old := s.events
-			keep := old[:0:0]
-			for _, e := range old {
-				if n < limit && e.At.Before(req.Before) {
-					n++
-					continue
-				}
-				keep = append(keep, e)
-			}
-			s.events = keep
-			t.undo = append(t.undo, func() { s.events = old })
+			n = dropOld(t, &s.events, limit, func(e app.Event) bool { return e.At.Before(req.Before) })
 		case app.OldAudit:
-			old := s.audit
-			keep := old[:0:0]
-			for _, e := range old {
-				if n < limit && e.At.Before(req.Before) {
-					n++
-					continue
-				}
-				keep = append(keep, e)
-			}
-			s.audit = keep
-			t.undo = append(t.undo, func() { s.audit = old })
+			n = dropOld(t, &s.audit, limit, func(e app.AuditEntry) bool { return e.At.Before(req.Before) })
 		case app.OldOnce:
-			for k, r := range s.once {
-				if n < limit && r.Done && r.DoneAt != nil && r.DoneAt.Before(req.Before) {
-					delete(s.once, k)
-					r := r
-					t.undo = append(t.undo, func() { s.once[k] = r })
-					n++
-				}
-			}
+			n = dropKeys(t, s.once, limit, func(_ string, r *app.OnceRecord) bool {
+				return r.Done && r.DoneAt != nil && r.DoneAt.Before(req.Before)
+			})
 		case app.OldPeriodic:
 			latest := map[string]int64{}
 			for k := range s.fires {
 				latest[k.entry] = max(latest[k.entry], k.at)
 			}
-			for k, id := range s.fires {
-				if n < limit && k.at < req.Before.UnixMilli() && k.at < latest[k.entry] {
-					delete(s.fires, k)
-					t.undo = append(t.undo, func() { s.fires[k] = id })
-					n++
-				}
-			}
+			n = dropKeys(t, s.fires, limit, func(k fireKey, _ int64) bool {
+				return k.at < req.Before.UnixMilli() && k.at < latest[k.entry]
+			})
 		case app.OldThroughput:
-			for k, c := range s.throughput {
-				if n < limit && k.Second < req.Before.Unix() {
-					delete(s.throughput, k)
-					t.undo = append(t.undo, func() { s.throughput[k] = c })
-					n++
-				}
-			}
+			n = dropKeys(t, s.throughput, limit, func(k app.CountKey, _ *app.CountVal) bool { return k.Second < req.Before.Unix() })
 		default:
 			return fmt.Errorf("delete old: unknown kind %q", req.What)
 		}
@@ -193,6 +159,37 @@ func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, e
 		return 0, fmt.Errorf("delete old %s: %w", req.What, err)
 	}
 	return n, nil
+}
+
+// dropOld deletes from *list up to limit entries old says are old, oldest
+// first, and returns how many.
+func dropOld[T any](t *tx, list *[]T, limit int, old func(T) bool) int {
+	prev := *list
+	keep, n := prev[:0:0], 0
+	for _, e := range prev {
+		if n < limit && old(e) {
+			n++
+			continue
+		}
+		keep = append(keep, e)
+	}
+	*list = keep
+	t.undo = append(t.undo, func() { *list = prev })
+	return n
+}
+
+// dropKeys deletes from m up to limit entries old says are old, and
+// returns how many.
+func dropKeys[K comparable, V any](t *tx, m map[K]V, limit int, old func(K, V) bool) int {
+	n := 0
+	for k, v := range m {
+		if n < limit && old(k, v) {
+			delete(m, k)
+			t.undo = append(t.undo, func() { m[k] = v })
+			n++
+		}
+	}
+	return n
 }
 
 // LastFire implements app.Store.

@@ -328,11 +328,8 @@ func (t *tx) ExpireDue(limit int) ([]app.Ref, error) {
 	}
 	sort.Slice(due, func(a, b int) bool { return due[a].ID < due[b].ID })
 	var refs []app.Ref
-	for _, old := range due[:min(len(due), max(limit, 1))] {
-		j := copyJob(old)
-		j.Status, j.CancelReason = app.StatusCancelled, app.CancelExpired
-		j.FinishedAt, j.UpdatedAt = ptr(t.now), t.now
-		if err := t.putJob(j); err != nil {
+	for _, j := range due[:min(len(due), max(limit, 1))] {
+		if _, err := t.Cancel(j, app.CancelExpired); err != nil {
 			return nil, err
 		}
 		refs = append(refs, app.Ref{ID: j.ID, Queue: j.Queue, Kind: j.Kind})
@@ -351,54 +348,48 @@ func (t *tx) DeleteDead(f app.DeadFilter) ([]app.Ref, error) {
 	return refs, nil
 }
 
-// Extend implements app.Tx.
-func (t *tx) Extend(j *app.Job, until time.Time) (*app.Job, error) {
+// change stores a copy of j changed by fn (and updated now), and returns a
+// copy of what it stored.
+func (t *tx) change(j *app.Job, fn func(nj *app.Job)) (*app.Job, error) {
 	nj := copyJob(j)
-	nj.LeaseExpiresAt, nj.UpdatedAt = &until, t.now
-	if err := t.putJob(nj); err != nil {
-		return nil, err
-	}
-	return copyJob(nj), nil
-}
-
-// Requeue implements app.Tx.
-func (t *tx) Requeue(j *app.Job, runAt time.Time, giveBack bool) (*app.Job, error) {
-	nj := copyJob(j)
-	nj.Status = app.StatusQueued
-	nj.RunAt = runAt.Truncate(time.Millisecond)
-	if giveBack {
-		nj.Attempts--
-	}
-	nj.UpdatedAt, nj.LeaseExpiresAt, nj.WorkerID = t.now, nil, ""
-	if err := t.putJob(nj); err != nil {
-		return nil, err
-	}
-	return copyJob(nj), nil
-}
-
-// Cancel implements app.Tx.
-func (t *tx) Cancel(j *app.Job, reason string) (*app.Job, error) {
-	nj := copyJob(j)
-	nj.Status, nj.CancelReason = app.StatusCancelled, reason
-	nj.FinishedAt, nj.UpdatedAt, nj.LeaseExpiresAt = ptr(t.now), t.now, nil
-	if err := t.putJob(nj); err != nil {
-		return nil, err
-	}
-	return copyJob(nj), nil
-}
-
-// RequestCancel implements app.Tx.
-func (t *tx) RequestCancel(j *app.Job, reason string) (*app.Job, error) {
-	nj := copyJob(j)
-	nj.CancelRequested = true
-	if nj.CancelReason == "" {
-		nj.CancelReason = reason
-	}
+	fn(nj)
 	nj.UpdatedAt = t.now
 	if err := t.putJob(nj); err != nil {
 		return nil, err
 	}
 	return copyJob(nj), nil
+}
+
+// Extend implements app.Tx.
+func (t *tx) Extend(j *app.Job, until time.Time) (*app.Job, error) {
+	return t.change(j, func(nj *app.Job) { nj.LeaseExpiresAt = &until })
+}
+
+// Requeue implements app.Tx.
+func (t *tx) Requeue(j *app.Job, runAt time.Time, giveBack bool) (*app.Job, error) {
+	return t.change(j, func(nj *app.Job) {
+		nj.Status, nj.RunAt, nj.LeaseExpiresAt, nj.WorkerID = app.StatusQueued, runAt.Truncate(time.Millisecond), nil, ""
+		if giveBack {
+			nj.Attempts--
+		}
+	})
+}
+
+// Cancel implements app.Tx.
+func (t *tx) Cancel(j *app.Job, reason string) (*app.Job, error) {
+	return t.change(j, func(nj *app.Job) {
+		nj.Status, nj.CancelReason, nj.FinishedAt, nj.LeaseExpiresAt = app.StatusCancelled, reason, ptr(t.now), nil
+	})
+}
+
+// RequestCancel implements app.Tx.
+func (t *tx) RequestCancel(j *app.Job, reason string) (*app.Job, error) {
+	return t.change(j, func(nj *app.Job) {
+		nj.CancelRequested = true
+		if nj.CancelReason == "" {
+			nj.CancelReason = reason
+		}
+	})
 }
 
 // InsertDead implements app.Tx.
