@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -318,4 +319,30 @@ func DecodeList[T any](s string, out *[]T) error {
 		return nil
 	}
 	return json.Unmarshal([]byte(s), out)
+}
+
+// Clone is a deep copy of j: nothing of it is shared.
+func (j *Job) Clone() *Job {
+	c := *j
+	c.Payload, c.Result = slices.Clone(j.Payload), slices.Clone(j.Result)
+	c.Tags, c.Errors = slices.Clone(j.Tags), slices.Clone(j.Errors)
+	c.ExpiresAt, c.LeaseExpiresAt = clonePtr(j.ExpiresAt), clonePtr(j.LeaseExpiresAt)
+	c.StartedAt, c.FinishedAt, c.ReplayedFrom = clonePtr(j.StartedAt), clonePtr(j.FinishedAt), clonePtr(j.ReplayedFrom)
+	return &c
+}
+
+// Clone is a deep copy of d: nothing of it is shared.
+func (d *DeadJob) Clone() *DeadJob {
+	c := *d
+	c.Payload, c.Tags, c.Errors = slices.Clone(d.Payload), slices.Clone(d.Tags), slices.Clone(d.Errors)
+	c.LastResurrectionAt, c.ReplayedFrom = clonePtr(d.LastResurrectionAt), clonePtr(d.ReplayedFrom)
+	return &c
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }

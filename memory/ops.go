@@ -16,7 +16,7 @@ func (s *Store) ListDead(ctx context.Context, f app.DeadFilter) ([]*app.DeadJob,
 	defer s.mu.Unlock()
 	var out []*app.DeadJob
 	for _, d := range s.selectDead(f, 50) {
-		out = append(out, copyDead(d))
+		out = append(out, d.Clone())
 	}
 	return out, nil
 }

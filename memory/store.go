@@ -210,7 +210,7 @@ func (t *tx) Job(id int64) (*app.Job, error) {
 		}
 		return nil, fmt.Errorf("job %d: %w", id, app.ErrNotFound)
 	}
-	return copyJob(j), nil
+	return j.Clone(), nil
 }
 
 // Processing implements app.Tx.
@@ -219,7 +219,7 @@ func (t *tx) Processing(id, lease int64) (*app.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	return copyJob(j), nil
+	return j.Clone(), nil
 }
 
 // Stale implements app.Tx.
@@ -245,7 +245,7 @@ func (t *tx) Dead(f app.DeadFilter) ([]*app.DeadJob, error) {
 	f.Asc = true
 	var out []*app.DeadJob
 	for _, d := range t.s.selectDead(f, app.BulkBatch) {
-		out = append(out, copyDead(d))
+		out = append(out, d.Clone())
 	}
 	return out, nil
 }
@@ -258,11 +258,11 @@ func (t *tx) Resurrect(dead []*app.DeadJob, jobs []app.NewJob) ([]*app.Job, erro
 		if err != nil {
 			return nil, err
 		}
-		d := copyDead(dead[i])
+		d := dead[i].Clone()
 		d.ResurrectionCount++
 		d.LastResurrectionAt = ptr(t.now)
 		t.putDead(d)
-		out[i] = copyJob(j)
+		out[i] = j.Clone()
 	}
 	return out, nil
 }
@@ -275,7 +275,7 @@ func (t *tx) Insert(njs ...*app.NewJob) ([]*app.Job, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[i] = copyJob(j)
+		out[i] = j.Clone()
 	}
 	return out, nil
 }
@@ -351,13 +351,13 @@ func (t *tx) DeleteDead(f app.DeadFilter) ([]app.Ref, error) {
 // change stores a copy of j changed by fn (and updated now), and returns a
 // copy of what it stored.
 func (t *tx) change(j *app.Job, fn func(nj *app.Job)) (*app.Job, error) {
-	nj := copyJob(j)
+	nj := j.Clone()
 	fn(nj)
 	nj.UpdatedAt = t.now
 	if err := t.putJob(nj); err != nil {
 		return nil, err
 	}
-	return copyJob(nj), nil
+	return nj.Clone(), nil
 }
 
 // Extend implements app.Tx.
@@ -394,7 +394,7 @@ func (t *tx) RequestCancel(j *app.Job, reason string) (*app.Job, error) {
 
 // InsertDead implements app.Tx.
 func (t *tx) InsertDead(d *app.DeadJob) error {
-	t.putDead(copyDead(d))
+	t.putDead(d.Clone())
 	return nil
 }
 
@@ -444,43 +444,12 @@ func (s *Store) Write(ctx context.Context, fn func(app.Tx) error) error {
 	return s.write(ctx, func(t *tx) error { return fn(t) })
 }
 
-// copyJob returns a deep copy, so callers never share the store's memory.
-func copyJob(j *app.Job) *app.Job {
-	c := *j
-	c.Payload = slices.Clone(j.Payload)
-	c.Result = slices.Clone(j.Result)
-	c.Tags = slices.Clone(j.Tags)
-	c.Errors = slices.Clone(j.Errors)
-	c.ExpiresAt = copyTime(j.ExpiresAt)
-	c.LeaseExpiresAt = copyTime(j.LeaseExpiresAt)
-	c.StartedAt = copyTime(j.StartedAt)
-	c.FinishedAt = copyTime(j.FinishedAt)
-	if j.ReplayedFrom != nil {
-		v := *j.ReplayedFrom
-		c.ReplayedFrom = &v
-	}
-	return &c
-}
-
 func copyJobs(js []*app.Job) []*app.Job {
 	out := make([]*app.Job, len(js))
 	for i, j := range js {
-		out[i] = copyJob(j)
+		out[i] = j.Clone()
 	}
 	return out
-}
-
-func copyDead(d *app.DeadJob) *app.DeadJob {
-	c := *d
-	c.Payload = slices.Clone(d.Payload)
-	c.Tags = slices.Clone(d.Tags)
-	c.Errors = slices.Clone(d.Errors)
-	c.LastResurrectionAt = copyTime(d.LastResurrectionAt)
-	if d.ReplayedFrom != nil {
-		v := *d.ReplayedFrom
-		c.ReplayedFrom = &v
-	}
-	return &c
 }
 
 func copyTime(t *time.Time) *time.Time {
@@ -549,12 +518,12 @@ func copyInt(p *int64) *int64 {
 func (t *tx) ByKey(queue, key string) (*app.Job, error) {
 	for _, j := range t.s.jobs {
 		if j.Queue == queue && j.IdempotencyKey == key {
-			return copyJob(j), nil
+			return j.Clone(), nil
 		}
 	}
 	for _, d := range t.s.dead {
 		if d.Queue == queue && d.IdempotencyKey == key {
-			return copyDead(d).AsJob(), nil
+			return d.Clone().AsJob(), nil
 		}
 	}
 	return nil, nil
@@ -578,10 +547,10 @@ func (s *Store) Lookup(ctx context.Context, id int64) (*app.Job, *app.DeadJob, e
 	var job *app.Job
 	var dead *app.DeadJob
 	if j, ok := s.jobs[id]; ok {
-		job = copyJob(j)
+		job = j.Clone()
 	}
 	if d, ok := s.dead[id]; ok {
-		dead = copyDead(d)
+		dead = d.Clone()
 	}
 	if job == nil && dead == nil {
 		return nil, nil, fmt.Errorf("job %d: %w", id, app.ErrNotFound)
@@ -595,7 +564,7 @@ func (s *Store) List(ctx context.Context, f app.JobFilter) ([]*app.Job, error) {
 	defer s.mu.Unlock()
 	var out []*app.Job
 	for _, j := range s.selectJobs(f, s.clock.Now(), 50) {
-		out = append(out, copyJob(j))
+		out = append(out, j.Clone())
 	}
 	return out, nil
 }
@@ -652,7 +621,7 @@ func (t *tx) Take(req app.ClaimRequest, n int) ([]*app.Job, error) {
 	slices.SortFunc(cands, app.ClaimOrder)
 	out := make([]*app.Job, 0, min(n, len(cands)))
 	for _, old := range cands[:min(n, len(cands))] {
-		j := copyJob(old)
+		j := old.Clone()
 		timeout := j.Timeout.D()
 		if req.Timeout > 0 {
 			timeout = req.Timeout.Truncate(time.Millisecond)
@@ -662,7 +631,7 @@ func (t *tx) Take(req app.ClaimRequest, n int) ([]*app.Job, error) {
 		if err := t.putJob(j); err != nil {
 			return nil, err
 		}
-		out = append(out, copyJob(j))
+		out = append(out, j.Clone())
 	}
 	return out, nil
 }
@@ -698,7 +667,7 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 				errs[i] = err
 				continue
 			}
-			j := copyJob(old)
+			j := old.Clone()
 			j.Status = app.StatusDone
 			j.Result = slices.Clone(it.Result)
 			if len(j.Result) == 0 {
