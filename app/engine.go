@@ -23,6 +23,16 @@ func RecordAudit(ctx context.Context, w Writer, e AuditEntry) error {
 	return nil
 }
 
+// FenceError explains why a job held under a lease could not be changed:
+// the job exists (in the jobs or the dead-letter table), so its lease is
+// stale, or there is no such job.
+func FenceError(id int64, exists bool) error {
+	if exists {
+		return fmt.Errorf("job %d: %w", id, ErrLeaseLost)
+	}
+	return fmt.Errorf("job %d: %w", id, ErrNotFound)
+}
+
 // ClaimOrder orders claimable jobs as a claim takes them: priority, then
 // run_at, then id.
 func ClaimOrder(a, b *Job) int {

@@ -132,20 +132,41 @@ type Submitted struct {
 	Existing bool
 }
 
-// Duration is a time.Duration that JSON shows as a Go duration string
-// ("30s") and reads from such a string or from a number of seconds.
+// Duration is a time.Duration that JSON shows as a duration string in the
+// API's form (see FormatDuration: "30s", "5m", "30d") and reads from such a
+// string or from a number of seconds.
 type Duration time.Duration
 
 // D returns d as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
+// String writes d as FormatDuration does.
+func (d Duration) String() string { return FormatDuration(time.Duration(d)) }
+
 // MarshalJSON writes d as a duration string.
-func (d Duration) MarshalJSON() ([]byte, error) {
-	return json.Marshal(time.Duration(d).String())
-}
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
 
 // MarshalText writes d as a duration string (the config file's form).
-func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// FormatDuration writes d as every answer of the API does, in a form
+// ParseDuration reads back: whole days as days ("30d", "7d"), anything else
+// as Go writes it without trailing zero units ("5m" for 5m0s, "1h30m",
+// "36h", "1.5s", "250ms", "0s").
+func FormatDuration(d time.Duration) string {
+	const day = 24 * time.Hour
+	if d != 0 && d%day == 0 {
+		return strconv.FormatInt(int64(d/day), 10) + "d"
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") { // 5m0s, 1h30m0s, 1h0m0s
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") { // 1h0m
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
 
 // UnmarshalText reads a duration as ParseDuration does ("30s", "7d"): the
 // config file's form.
@@ -345,4 +366,29 @@ func clonePtr[T any](p *T) *T {
 	}
 	v := *p
 	return &v
+}
+
+// Row is the job nj's insert makes at now (all but its ID), as a read
+// gives it back: due now unless RunAt is set, a JSON null payload if it has
+// none, times at the stores' millisecond precision.
+func (nj *NewJob) Row(now time.Time) *Job {
+	ms := func(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
+	runAt := nj.RunAt
+	if runAt.IsZero() {
+		runAt = now
+	}
+	payload := nj.Payload
+	if len(payload) == 0 {
+		payload = json.RawMessage("null")
+	}
+	j := &Job{
+		Queue: nj.Queue, Kind: nj.Kind, Payload: payload, Status: StatusQueued, Priority: nj.Priority,
+		RunAt: ms(runAt), MaxAttempts: nj.MaxAttempts, Timeout: Duration(nj.Timeout.Truncate(time.Millisecond)),
+		Tags: nj.Tags, IdempotencyKey: nj.IdempotencyKey, ReplayedFrom: nj.ReplayedFrom, CreatedAt: now, UpdatedAt: now,
+	}
+	if nj.ExpiresAt != nil {
+		at := ms(*nj.ExpiresAt)
+		j.ExpiresAt = &at
+	}
+	return j
 }

@@ -477,24 +477,8 @@ func (t *tx) insert(nj *app.NewJob) (*app.Job, error) {
 			s.nextID--
 		}
 	})
-	runAt := nj.RunAt
-	if runAt.IsZero() {
-		runAt = t.now
-	}
-	payload := slices.Clone(nj.Payload)
-	if len(payload) == 0 {
-		payload = json.RawMessage("null")
-	}
-	j := &app.Job{
-		ID: id, Queue: nj.Queue, Kind: nj.Kind, Payload: payload, Status: app.StatusQueued,
-		Priority: nj.Priority, RunAt: runAt.Truncate(time.Millisecond), MaxAttempts: nj.MaxAttempts,
-		Timeout: app.Duration(nj.Timeout.Truncate(time.Millisecond)), Tags: slices.Clone(nj.Tags),
-		IdempotencyKey: nj.IdempotencyKey, ReplayedFrom: copyInt(nj.ReplayedFrom),
-		CreatedAt: t.now, UpdatedAt: t.now,
-	}
-	if nj.ExpiresAt != nil {
-		j.ExpiresAt = ptr(nj.ExpiresAt.Truncate(time.Millisecond))
-	}
+	j := nj.Row(t.now).Clone()
+	j.ID = id
 	if err := t.putJob(j); err != nil {
 		return nil, err
 	}
@@ -504,14 +488,6 @@ func (t *tx) insert(nj *app.NewJob) (*app.Job, error) {
 	t.event(app.EventSubmitted, id, j.Queue, j.Kind, nil)
 	t.Wake(j.Queue)
 	return j, nil
-}
-
-func copyInt(p *int64) *int64 {
-	if p == nil {
-		return nil
-	}
-	v := *p
-	return &v
 }
 
 // ByKey implements app.Tx.
@@ -645,16 +621,11 @@ func (t *tx) SetRate(queue string, tokens float64) error {
 // fenced returns the stored job id if it is processing under lease.
 func (s *Store) fenced(id, lease int64) (*app.Job, error) {
 	j, ok := s.jobs[id]
-	if !ok {
-		if _, dead := s.dead[id]; dead {
-			return nil, fmt.Errorf("job %d: %w", id, app.ErrLeaseLost)
-		}
-		return nil, fmt.Errorf("job %d: %w", id, app.ErrNotFound)
+	if ok && j.Status == app.StatusProcessing && j.Lease == lease {
+		return j, nil
 	}
-	if j.Status != app.StatusProcessing || j.Lease != lease {
-		return nil, fmt.Errorf("job %d: %w", id, app.ErrLeaseLost)
-	}
-	return j, nil
+	_, dead := s.dead[id]
+	return nil, app.FenceError(id, ok || dead)
 }
 
 // Complete implements app.Store.

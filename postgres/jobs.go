@@ -49,7 +49,7 @@ func (w *wtx) insertJobs(p *pipe, njs []*app.NewJob) []*app.Job {
 	now := w.now
 	for i, nj := range njs {
 		w.ensureQueue(p, nj.Queue)
-		job := newJobRow(nj, now)
+		job := nj.Row(now)
 		jobs[i] = job
 		queues[i], kinds[i], payloads[i] = nj.Queue, nj.Kind, string(job.Payload)
 		doc, err := json.Marshal(tags(nj.Tags))
@@ -99,26 +99,6 @@ func (w *wtx) insertJobs(p *pipe, njs []*app.NewJob) []*app.Job {
 		RETURNING id`,
 		queues, kinds, payloads, priorities, runAts, maxAttempts, timeouts, expires, tagDocs, keys, replayed, now)
 	return jobs
-}
-
-// newJobRow is nj as the row its insert makes (without the id), as a read
-// would give it.
-func newJobRow(nj *app.NewJob, now time.Time) *app.Job {
-	runAt := ms(nj.RunAt)
-	if nj.RunAt.IsZero() {
-		runAt = now
-	}
-	payload := nj.Payload
-	if len(payload) == 0 {
-		payload = json.RawMessage("null")
-	}
-	return &app.Job{
-		Queue: nj.Queue, Kind: nj.Kind, Payload: payload, Status: app.StatusQueued,
-		Priority: nj.Priority, RunAt: runAt, MaxAttempts: nj.MaxAttempts,
-		Timeout:   app.Duration(time.Duration(nj.Timeout.Milliseconds()) * time.Millisecond),
-		ExpiresAt: msPtr(nj.ExpiresAt), Tags: nj.Tags, IdempotencyKey: nj.IdempotencyKey,
-		ReplayedFrom: nj.ReplayedFrom, CreatedAt: now, UpdatedAt: now,
-	}
 }
 
 // ByKey implements app.Tx.
@@ -403,26 +383,22 @@ func claimSQL(now, leaseExp, worker, queue, cond, kind string, kinds int, n stri
 		RETURNING ` + qualified("j", jobCols)
 }
 
-// fenceErr explains why a fenced update of job id matched no row:
-// ErrLeaseLost if the job exists (in either table), else ErrNotFound.
+// fenceErr explains why a fenced update of job id matched no row (see
+// app.FenceError).
 func (w *wtx) fenceErr(id int64) error {
 	return fenceErr(w.queryRow(fenceSQL, id), id)
 }
 
-// fenceSQL finds job id in either table.
-const fenceSQL = `SELECT 1 FROM jobs WHERE id = $1 UNION ALL SELECT 1 FROM dead_letter_jobs WHERE id = $1 LIMIT 1`
+// fenceSQL counts the rows of job id in either table.
+const fenceSQL = `SELECT count(*) FROM (SELECT 1 FROM jobs WHERE id = $1 UNION ALL SELECT 1 FROM dead_letter_jobs WHERE id = $1) f`
 
 // fenceErr is the explanation of w.fenceErr from row, the result of fenceSQL.
 func fenceErr(row pgx.Row, id int64) error {
-	var one int
-	err := row.Scan(&one)
-	switch {
-	case err == nil:
-		return fmt.Errorf("job %d: %w", id, app.ErrLeaseLost)
-	case errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("job %d: %w", id, app.ErrNotFound)
+	var n int
+	if err := row.Scan(&n); err != nil {
+		return err
 	}
-	return err
+	return app.FenceError(id, n > 0)
 }
 
 // Complete implements app.Store: one statement completes the whole batch;

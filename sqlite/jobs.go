@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -44,29 +43,10 @@ func (w *wtx) insertJob(nj *app.NewJob) (*app.Job, error) {
 		return nil, err
 	}
 	now := w.now
-	runAt := nj.RunAt
-	if runAt.IsZero() {
-		runAt = now
-	}
-	payload := nj.Payload
-	if len(payload) == 0 {
-		payload = json.RawMessage("null")
-	}
-	// Times go through the store's millisecond precision, as a read would give them.
-	job := &app.Job{
-		Queue: nj.Queue, Kind: nj.Kind, Payload: payload, Status: app.StatusQueued,
-		Priority: nj.Priority, RunAt: fromMS(ms(runAt)), MaxAttempts: nj.MaxAttempts,
-		Timeout: app.Duration(time.Duration(nj.Timeout.Milliseconds()) * time.Millisecond),
-		Tags:    nj.Tags, IdempotencyKey: nj.IdempotencyKey, ReplayedFrom: nj.ReplayedFrom,
-		CreatedAt: fromMS(ms(now)), UpdatedAt: fromMS(ms(now)),
-	}
-	if nj.ExpiresAt != nil {
-		t := fromMS(ms(*nj.ExpiresAt))
-		job.ExpiresAt = &t
-	}
+	job := nj.Row(fromMS(ms(now)))
 	row := pendingJob{job: job, at: now, args: [insertCols]any{
-		nj.Queue, nj.Kind, string(payload), nj.Priority, ms(runAt), nj.MaxAttempts, nj.Timeout.Milliseconds(),
-		nullMS(nj.ExpiresAt), app.EncodeList(nj.Tags), nullString(nj.IdempotencyKey), nullInt(nj.ReplayedFrom),
+		nj.Queue, nj.Kind, string(job.Payload), nj.Priority, ms(job.RunAt), nj.MaxAttempts, nj.Timeout.Milliseconds(),
+		nullMS(job.ExpiresAt), app.EncodeList(nj.Tags), nullString(nj.IdempotencyKey), nullInt(nj.ReplayedFrom),
 		ms(now), ms(now),
 	}}
 	w.Moved(nj.Queue, "", app.StatusQueued, 1)
@@ -332,18 +312,15 @@ func claimSQL(leaseExp string, kinds int) string {
 		RETURNING ` + claimCols
 }
 
-// fenceErr explains why a fenced update of job id matched no row:
-// ErrLeaseLost if the job exists (in either table), else ErrNotFound.
+// fenceErr explains why a fenced update of job id matched no row (see
+// app.FenceError).
 func (w *wtx) fenceErr(id int64) error {
-	var one int
-	err := w.queryRow(`SELECT 1 FROM jobs WHERE id = ? UNION ALL SELECT 1 FROM dead_letter_jobs WHERE id = ? LIMIT 1`, id, id).Scan(&one)
-	switch {
-	case err == nil:
-		return fmt.Errorf("job %d: %w", id, app.ErrLeaseLost)
-	case errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("job %d: %w", id, app.ErrNotFound)
+	var n int
+	err := w.queryRow(`SELECT count(*) FROM (SELECT 1 FROM jobs WHERE id = ? UNION ALL SELECT 1 FROM dead_letter_jobs WHERE id = ?)`, id, id).Scan(&n)
+	if err != nil {
+		return err
 	}
-	return err
+	return app.FenceError(id, n > 0)
 }
 
 // Complete implements app.Store. One statement completes up to
