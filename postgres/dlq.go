@@ -9,29 +9,20 @@ import (
 
 // ListDead implements app.Store.
 func (s *Store) ListDead(ctx context.Context, f app.DeadFilter) ([]*app.DeadJob, error) {
-	if err := s.enter(); err != nil {
-		return nil, err
-	}
-	defer s.leave()
 	w := deadWhere(f)
-	out, err := scanDeads(s.pool.Query(ctx, `SELECT `+deadCols+` FROM dead_letter_jobs`+w.String()+order(f.Asc)+limit(f.Limit, 50), w.args...))
+	out, err := readRows(ctx, s, scanDead, `SELECT `+deadCols+` FROM dead_letter_jobs`+w.String()+order(f.Asc)+limit(f.Limit, 50), w.args...)
 	if err != nil {
-		return nil, fmt.Errorf("list dead-letter queue: %w", mapErr(err))
+		return nil, fmt.Errorf("list dead-letter queue: %w", err)
 	}
 	return out, nil
 }
 
 // CountDead implements app.Store.
-func (s *Store) CountDead(ctx context.Context, f app.DeadFilter) (int, error) {
-	if err := s.enter(); err != nil {
-		return 0, err
-	}
-	defer s.leave()
+func (s *Store) CountDead(ctx context.Context, f app.DeadFilter) (n int, err error) {
 	f.AfterID = 0
 	w := deadWhere(f)
-	var n int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM dead_letter_jobs`+w.String(), w.args...).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count dead-letter queue: %w", mapErr(err))
+	if err := s.readRow(ctx, `SELECT count(*) FROM dead_letter_jobs`+w.String(), w.args, &n); err != nil {
+		return 0, fmt.Errorf("count dead-letter queue: %w", err)
 	}
 	return n, nil
 }

@@ -168,48 +168,34 @@ func (s *Store) Lookup(ctx context.Context, id int64) (*app.Job, *app.DeadJob, e
 
 // List implements app.Store.
 func (s *Store) List(ctx context.Context, f app.JobFilter) ([]*app.Job, error) {
-	if err := s.enter(); err != nil {
-		return nil, err
-	}
-	defer s.leave()
 	w := jobWhere(f, s.now())
-	out, err := scanJobs(s.pool.Query(ctx, `SELECT `+jobCols+` FROM jobs`+w.String()+order(f.Asc)+limit(f.Limit, 50), w.args...))
+	out, err := readRows(ctx, s, scanJob, `SELECT `+jobCols+` FROM jobs`+w.String()+order(f.Asc)+limit(f.Limit, 50), w.args...)
 	if err != nil {
-		return nil, fmt.Errorf("list jobs: %w", mapErr(err))
+		return nil, fmt.Errorf("list jobs: %w", err)
 	}
 	return out, nil
 }
 
 // CountJobs implements app.Store.
-func (s *Store) CountJobs(ctx context.Context, f app.JobFilter) (int, error) {
-	if err := s.enter(); err != nil {
-		return 0, err
-	}
-	defer s.leave()
+func (s *Store) CountJobs(ctx context.Context, f app.JobFilter) (n int, err error) {
 	f.AfterID = 0
 	w := jobWhere(f, s.now())
-	var n int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM jobs`+w.String(), w.args...).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count jobs: %w", mapErr(err))
+	if err := s.readRow(ctx, `SELECT count(*) FROM jobs`+w.String(), w.args, &n); err != nil {
+		return 0, fmt.Errorf("count jobs: %w", err)
 	}
 	return n, nil
 }
 
 // JobEvents implements app.Store.
 func (s *Store) JobEvents(ctx context.Context, id int64) ([]app.Event, error) {
-	if err := s.enter(); err != nil {
-		return nil, err
-	}
-	defer s.leave()
-	rows, err := s.pool.Query(ctx, `SELECT id, coalesce(job_id, 0), queue, kind, type, at, data::text FROM events WHERE job_id = $1 ORDER BY id LIMIT 10000`, id)
-	out, err := collect(rows, err, func(row pgx.Row) (e app.Event, err error) {
+	out, err := readRows(ctx, s, func(row pgx.Row) (e app.Event, err error) {
 		var data *string
 		err = row.Scan(&e.ID, &e.JobID, &e.Queue, &e.Kind, &e.Type, &e.At, &data)
 		e.At, e.Data = e.At.UTC(), rawPtr(data)
 		return e, err
-	})
+	}, `SELECT id, coalesce(job_id, 0), queue, kind, type, at, data::text FROM events WHERE job_id = $1 ORDER BY id LIMIT 10000`, id)
 	if err != nil {
-		return nil, fmt.Errorf("events of job %d: %w", id, mapErr(err))
+		return nil, fmt.Errorf("events of job %d: %w", id, err)
 	}
 	return out, nil
 }

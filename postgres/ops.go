@@ -19,18 +19,13 @@ func sortBy[T any](s []T, key func(T) int64) {
 
 // Queues implements app.Store.
 func (s *Store) Queues(ctx context.Context) ([]app.QueueState, error) {
-	if err := s.enter(); err != nil {
-		return nil, err
-	}
-	defer s.leave()
-	rows, err := s.pool.Query(ctx, `SELECT name, paused, paused_at FROM queues ORDER BY name`)
-	out, err := collect(rows, err, func(row pgx.Row) (q app.QueueState, err error) {
+	out, err := readRows(ctx, s, func(row pgx.Row) (q app.QueueState, err error) {
 		err = row.Scan(&q.Name, &q.Paused, &q.PausedAt)
 		q.PausedAt = utcPtr(q.PausedAt)
 		return q, err
-	})
+	}, `SELECT name, paused, paused_at FROM queues ORDER BY name`)
 	if err != nil {
-		return nil, fmt.Errorf("list queues: %w", mapErr(err))
+		return nil, fmt.Errorf("list queues: %w", err)
 	}
 	return out, nil
 }
@@ -76,21 +71,15 @@ func (s *Store) Stats(ctx context.Context) ([]app.QueueStats, error) {
 
 // Throughput implements app.Store.
 func (s *Store) Throughput(ctx context.Context, since time.Time) ([]app.MinuteCount, error) {
-	if err := s.enter(); err != nil {
-		return nil, err
-	}
-	defer s.leave()
-	rows, err := s.pool.Query(ctx, `SELECT queue, floor(extract(epoch FROM second) / 60)::bigint * 60 AS minute,
-			sum(completed)::bigint, sum(failed)::bigint
-		FROM throughput WHERE second >= $1 GROUP BY queue, minute ORDER BY minute, queue`, time.Unix(since.Unix(), 0).UTC())
-	out, err := collect(rows, err, func(row pgx.Row) (m app.MinuteCount, err error) {
+	out, err := readRows(ctx, s, func(row pgx.Row) (m app.MinuteCount, err error) {
 		var minute int64
 		err = row.Scan(&m.Queue, &minute, &m.Completed, &m.Failed)
 		m.Minute = time.Unix(minute, 0).UTC()
 		return m, err
-	})
+	}, `SELECT queue, floor(extract(epoch FROM second) / 60)::bigint * 60 AS minute, sum(completed)::bigint, sum(failed)::bigint
+		FROM throughput WHERE second >= $1 GROUP BY queue, minute ORDER BY minute, queue`, time.Unix(since.Unix(), 0).UTC())
 	if err != nil {
-		return nil, fmt.Errorf("throughput: %w", mapErr(err))
+		return nil, fmt.Errorf("throughput: %w", err)
 	}
 	return out, nil
 }
@@ -154,13 +143,9 @@ func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, e
 
 // LastFire implements app.Store.
 func (s *Store) LastFire(ctx context.Context, entry string) (time.Time, error) {
-	if err := s.enter(); err != nil {
-		return time.Time{}, err
-	}
-	defer s.leave()
 	var v *time.Time
-	if err := s.pool.QueryRow(ctx, `SELECT max(fire_at) FROM periodic_fires WHERE entry = $1`, entry).Scan(&v); err != nil {
-		return time.Time{}, fmt.Errorf("last fire of %s: %w", entry, mapErr(err))
+	if err := s.readRow(ctx, `SELECT max(fire_at) FROM periodic_fires WHERE entry = $1`, []any{entry}, &v); err != nil {
+		return time.Time{}, fmt.Errorf("last fire of %s: %w", entry, err)
 	}
 	if v == nil {
 		return time.Time{}, nil
@@ -170,10 +155,6 @@ func (s *Store) LastFire(ctx context.Context, entry string) (time.Time, error) {
 
 // ListAudit implements app.Store.
 func (s *Store) ListAudit(ctx context.Context, f app.AuditFilter) ([]app.AuditEntry, error) {
-	if err := s.enter(); err != nil {
-		return nil, err
-	}
-	defer s.leave()
 	w := &where{}
 	if f.Action != "" {
 		w.cond("action = " + w.add(f.Action))
@@ -181,16 +162,14 @@ func (s *Store) ListAudit(ctx context.Context, f app.AuditFilter) ([]app.AuditEn
 	if f.BeforeID > 0 {
 		w.cond("id < " + w.add(f.BeforeID))
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id, at, actor, action, target, filter::text, count FROM audit`+w.String()+
-		` ORDER BY id DESC`+limit(f.Limit, 50), w.args...)
-	out, err := collect(rows, err, func(row pgx.Row) (e app.AuditEntry, err error) {
+	out, err := readRows(ctx, s, func(row pgx.Row) (e app.AuditEntry, err error) {
 		var target, filter *string
 		err = row.Scan(&e.ID, &e.At, &e.Actor, &e.Action, &target, &filter, &e.Count)
 		e.At, e.Target, e.Filter = e.At.UTC(), deref(target), rawPtr(filter)
 		return e, err
-	})
+	}, `SELECT id, at, actor, action, target, filter::text, count FROM audit`+w.String()+` ORDER BY id DESC`+limit(f.Limit, 50), w.args...)
 	if err != nil {
-		return nil, fmt.Errorf("list audit: %w", mapErr(err))
+		return nil, fmt.Errorf("list audit: %w", err)
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -79,6 +80,27 @@ func collect[T any](rows pgx.Rows, err error, scan func(pgx.Row) (T, error)) ([]
 		out = nil
 	}
 	return out, err
+}
+
+// readRows runs a read on the pool, while the store is open, and collects
+// its rows with scan; errors are mapped.
+func readRows[T any](ctx context.Context, s *Store, scan func(pgx.Row) (T, error), q string, args ...any) ([]T, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	rows, err := s.pool.Query(ctx, q, args...)
+	out, err := collect(rows, err, scan)
+	return out, mapErr(err)
+}
+
+// readRow runs a read of one row on the pool into dest.
+func (s *Store) readRow(ctx context.Context, q string, args []any, dest ...any) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	return mapErr(s.pool.QueryRow(ctx, q, args...).Scan(dest...))
 }
 
 // rawPtr is a nullable JSON column's value (nil for NULL).
