@@ -25,40 +25,43 @@ type Config struct {
 
 // QueueConfig is the policy of one queue. Zero fields take the [defaults]
 // section, then the built-in defaults. The toml tags are its keys in the
-// config file, which package commands decodes into it.
+// config file, which package commands decodes into it; the json tags are
+// the same names, as GET /api/queues shows them (durations as
+// FormatDuration writes them: "30s", "30d").
 type QueueConfig struct {
-	MaxAttempts  int      `toml:"max_attempts"`  // 1..1000; default 5
-	Timeout      Duration `toml:"timeout"`       // lease of one execution; default 30s
-	BackoffBase  Duration `toml:"backoff_base"`  // default 1s
-	BackoffMax   Duration `toml:"backoff_max"`   // default 1h
-	Retention    Duration `toml:"retention"`     // keep done/cancelled jobs; default 24h
-	DLQRetention Duration `toml:"dlq_retention"` // keep dead-letter rows; default 30 days
-	Concurrency  int      `toml:"concurrency"`   // max processing at once across all workers; 0: no limit
-	Rate         float64  `toml:"rate"`          // max claims per second; 0: no limit
-	Burst        int      `toml:"burst"`         // claims allowed at once under Rate; default max(1, rate)
-	MaxQueued    int      `toml:"max_queued"`    // submissions beyond it get 429; 0: no limit
+	MaxAttempts  int      `toml:"max_attempts" json:"max_attempts"`   // 1..1000; default 5
+	Timeout      Duration `toml:"timeout" json:"timeout"`             // lease of one execution; default 30s
+	BackoffBase  Duration `toml:"backoff_base" json:"backoff_base"`   // default 1s
+	BackoffMax   Duration `toml:"backoff_max" json:"backoff_max"`     // default 1h
+	Retention    Duration `toml:"retention" json:"retention"`         // keep done/cancelled jobs; default 24h
+	DLQRetention Duration `toml:"dlq_retention" json:"dlq_retention"` // keep dead-letter rows; default 30 days
+	Concurrency  int      `toml:"concurrency" json:"concurrency"`     // max processing at once across all workers; 0: no limit
+	Rate         float64  `toml:"rate" json:"rate"`                   // max claims per second; 0: no limit
+	Burst        int      `toml:"burst" json:"burst"`                 // claims allowed at once under Rate; default max(1, rate)
+	MaxQueued    int      `toml:"max_queued" json:"max_queued"`       // submissions beyond it get 429; 0: no limit
 }
 
 // PeriodicConfig declares a job enqueued on a cron schedule ([[periodic]]
-// in the config file, which package commands decodes and checks).
+// in the config file, which package commands decodes and checks). The json
+// tags are its keys, as GET /api/periodic shows them.
 type PeriodicConfig struct {
-	Name          string   `toml:"name"`     // unique; default "<queue>/<kind>/<cron>"
-	Cron          string   `toml:"cron"`     // robfig/cron: 5 fields, or @every 1m, @daily, ...
-	Timezone      string   `toml:"timezone"` // IANA name; default UTC
-	Queue         string   `toml:"queue"`
-	Kind          string   `toml:"kind"`
-	Payload       any      `toml:"payload"`
-	Priority      int      `toml:"priority"`
-	MaxAttempts   int      `toml:"max_attempts"`
-	Timeout       Duration `toml:"timeout"`
-	Tags          []string `toml:"tags"`
-	CatchUp       string   `toml:"catch_up"` // "one" (default) or "none"
-	SkipIfPending bool     `toml:"skip_if_pending"`
+	Name          string   `toml:"name" json:"name"`         // unique; default "<queue>/<kind>/<cron>"
+	Cron          string   `toml:"cron" json:"cron"`         // robfig/cron: 5 fields, or @every 1m, @daily, ...
+	Timezone      string   `toml:"timezone" json:"timezone"` // IANA name; default UTC
+	Queue         string   `toml:"queue" json:"queue"`
+	Kind          string   `toml:"kind" json:"kind"`
+	Payload       any      `toml:"payload" json:"payload"`
+	Priority      int      `toml:"priority" json:"priority"`
+	MaxAttempts   int      `toml:"max_attempts" json:"max_attempts"`
+	Timeout       Duration `toml:"timeout" json:"timeout"`
+	Tags          []string `toml:"tags" json:"tags"`
+	CatchUp       string   `toml:"catch_up" json:"catch_up"` // "one" (default) or "none"
+	SkipIfPending bool     `toml:"skip_if_pending" json:"skip_if_pending"`
 
 	// Schedule is the parsed Cron, set by the config loader.
-	Schedule Schedule `toml:"-"`
+	Schedule Schedule `toml:"-" json:"-"`
 	// PayloadJSON is Payload as JSON, set by the config loader.
-	PayloadJSON json.RawMessage `toml:"-"`
+	PayloadJSON json.RawMessage `toml:"-" json:"-"`
 }
 
 // Schedule gives the next fire time after a time (robfig/cron's Schedule

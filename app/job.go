@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -179,9 +180,14 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// UnmarshalJSON reads "1m30s", "90s" or a number of seconds (90, 1.5).
+// UnmarshalJSON reads "1m30s", "90s", "7d" or a number of seconds (90,
+// 1.5). What it cannot read is a *json.UnmarshalTypeError, so that the
+// decoder names the field it was given for ("wait", "jobs[0].delay").
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
+	bad := func(what string) error {
+		return &json.UnmarshalTypeError{Value: what, Type: reflect.TypeFor[Duration]()}
+	}
 	if len(b) > 0 && b[0] == '"' {
 		var s string
 		if err := json.Unmarshal(b, &s); err != nil {
@@ -189,20 +195,37 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 		}
 		v, err := ParseDuration(s)
 		if err != nil {
-			return err
+			return bad("string " + strconv.Quote(TruncateString(s, 40)))
 		}
 		*d = Duration(v)
 		return nil
 	}
 	var secs float64
 	if err := json.Unmarshal(b, &secs); err != nil {
-		return fmt.Errorf("want a duration like \"30s\" or a number of seconds")
+		return bad(jsonKind(b))
 	}
 	if secs > float64(1<<62)/1e9 || secs < -float64(1<<62)/1e9 {
-		return fmt.Errorf("duration out of range")
+		return bad("number " + TruncateString(string(b), 40) + " (out of range)")
 	}
 	*d = Duration(secs * float64(time.Second))
 	return nil
+}
+
+// jsonKind names the kind of the JSON value b for an error message.
+func jsonKind(b []byte) string {
+	switch {
+	case len(b) == 0:
+		return "nothing"
+	case b[0] == '{':
+		return "object"
+	case b[0] == '[':
+		return "array"
+	case b[0] == 't' || b[0] == 'f':
+		return "bool"
+	case b[0] == 'n':
+		return "null"
+	}
+	return "value " + TruncateString(string(b), 40)
 }
 
 // ParseDuration reads a Go duration ("1h30m", "250ms"), a plain number of
