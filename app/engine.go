@@ -33,6 +33,16 @@ func FenceError(id int64, exists bool) error {
 	return fmt.Errorf("job %d: %w", id, ErrNotFound)
 }
 
+// MissingError explains why job id is not in the jobs table: it moved to
+// the dead-letter queue (a change a dead-letter row cannot take), or there
+// is no such job.
+func MissingError(id int64, dead bool) error {
+	if dead {
+		return fmt.Errorf("job %d is in the dead-letter queue: %w", id, ErrIllegalTransition)
+	}
+	return fmt.Errorf("job %d: %w", id, ErrNotFound)
+}
+
 // ClaimOrder orders claimable jobs as a claim takes them: priority, then
 // run_at, then id.
 func ClaimOrder(a, b *Job) int {

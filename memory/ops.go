@@ -234,8 +234,7 @@ func (t *tx) Once(key string) (*app.OnceRecord, error) {
 	r, ok := t.s.once[key]
 	if !ok {
 		r = &app.OnceRecord{Key: key, CreatedAt: t.now}
-		t.s.once[key] = r
-		t.undo = append(t.undo, func() { delete(t.s.once, key) })
+		put(t, t.s.once, key, r)
 	}
 	c := *r
 	return &c, nil
@@ -243,10 +242,8 @@ func (t *tx) Once(key string) (*app.OnceRecord, error) {
 
 // SaveOnce implements app.Tx.
 func (t *tx) SaveOnce(r *app.OnceRecord) error {
-	old := t.s.once[r.Key]
 	c := *r
 	c.Result, c.Acquired = slices.Clone(r.Result), false
-	t.s.once[r.Key] = &c
-	t.undo = append(t.undo, func() { t.s.once[r.Key] = old })
+	put(t, t.s.once, r.Key, &c)
 	return nil
 }

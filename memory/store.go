@@ -134,45 +134,35 @@ func (t *tx) putJob(j *app.Job) error {
 	} else if err := app.InsertStatus(j.Status); err != nil {
 		return fmt.Errorf("job %d: %w", j.ID, err)
 	}
-	t.s.jobs[j.ID] = j
-	t.undo = append(t.undo, func() {
-		if ok {
-			t.s.jobs[j.ID] = old
-		} else {
-			delete(t.s.jobs, j.ID)
-		}
-	})
+	put(t, t.s.jobs, j.ID, j)
 	return nil
 }
 
-func (t *tx) deleteJob(id int64) {
-	old, ok := t.s.jobs[id]
-	if !ok {
-		return
-	}
-	delete(t.s.jobs, id)
-	t.undo = append(t.undo, func() { t.s.jobs[id] = old })
-}
+func (t *tx) deleteJob(id int64) { del(t, t.s.jobs, id) }
 
-func (t *tx) putDead(d *app.DeadJob) {
-	old, ok := t.s.dead[d.ID]
-	t.s.dead[d.ID] = d
+func (t *tx) putDead(d *app.DeadJob) { put(t, t.s.dead, d.ID, d) }
+
+func (t *tx) deleteDead(id int64) { del(t, t.s.dead, id) }
+
+// put sets m[k] to v, and how to undo it.
+func put[K comparable, V any](t *tx, m map[K]V, k K, v V) {
+	old, ok := m[k]
+	m[k] = v
 	t.undo = append(t.undo, func() {
 		if ok {
-			t.s.dead[d.ID] = old
+			m[k] = old
 		} else {
-			delete(t.s.dead, d.ID)
+			delete(m, k)
 		}
 	})
 }
 
-func (t *tx) deleteDead(id int64) {
-	old, ok := t.s.dead[id]
-	if !ok {
-		return
+// del deletes m[k], if there, and how to undo it.
+func del[K comparable, V any](t *tx, m map[K]V, k K) {
+	if old, ok := m[k]; ok {
+		delete(m, k)
+		t.undo = append(t.undo, func() { m[k] = old })
 	}
-	delete(t.s.dead, id)
-	t.undo = append(t.undo, func() { t.s.dead[id] = old })
 }
 
 func (t *tx) queue(name string) *queueState {
@@ -203,14 +193,11 @@ func (t *tx) Now() time.Time { return t.now }
 
 // Job implements app.Tx.
 func (t *tx) Job(id int64) (*app.Job, error) {
-	j, ok := t.s.jobs[id]
-	if !ok {
-		if _, dead := t.s.dead[id]; dead {
-			return nil, fmt.Errorf("job %d is in the dead-letter queue: %w", id, app.ErrIllegalTransition)
-		}
-		return nil, fmt.Errorf("job %d: %w", id, app.ErrNotFound)
+	if j, ok := t.s.jobs[id]; ok {
+		return j.Clone(), nil
 	}
-	return j.Clone(), nil
+	_, dead := t.s.dead[id]
+	return nil, app.MissingError(id, dead)
 }
 
 // Processing implements app.Tx.
@@ -286,8 +273,7 @@ func (t *tx) RecordFire(entry string, at time.Time) (bool, error) {
 	if _, done := t.s.fires[k]; done {
 		return false, nil
 	}
-	t.s.fires[k] = 0
-	t.undo = append(t.undo, func() { delete(t.s.fires, k) })
+	put(t, t.s.fires, k, 0)
 	return true, nil
 }
 

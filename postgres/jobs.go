@@ -463,15 +463,11 @@ func (w *wtx) Job(id int64) (*app.Job, error) {
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return j, err
 	}
-	var one int
-	err = w.queryRow(`SELECT 1 FROM dead_letter_jobs WHERE id = $1`, id).Scan(&one)
-	switch {
-	case err == nil:
-		return nil, fmt.Errorf("job %d is in the dead-letter queue: %w", id, app.ErrIllegalTransition)
-	case !errors.Is(err, pgx.ErrNoRows):
+	var dead int
+	if err := w.queryRow(`SELECT count(*) FROM dead_letter_jobs WHERE id = $1`, id).Scan(&dead); err != nil {
 		return nil, err
 	}
-	return nil, fmt.Errorf("job %d: %w", id, app.ErrNotFound)
+	return nil, app.MissingError(id, dead > 0)
 }
 
 // Stale implements app.Tx. Rows another transaction holds (a worker

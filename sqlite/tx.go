@@ -31,11 +31,11 @@ func (w *wtx) Job(id int64) (*app.Job, error) {
 	if !errors.Is(err, sql.ErrNoRows) {
 		return j, err
 	}
-	var one int
-	if err := w.queryRow(`SELECT 1 FROM dead_letter_jobs WHERE id = ?`, id).Scan(&one); err == nil {
-		return nil, fmt.Errorf("job %d is in the dead-letter queue: %w", id, app.ErrIllegalTransition)
+	var dead int
+	if err := w.queryRow(`SELECT count(*) FROM dead_letter_jobs WHERE id = ?`, id).Scan(&dead); err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("job %d: %w", id, app.ErrNotFound)
+	return nil, app.MissingError(id, dead > 0)
 }
 
 // Processing implements app.Tx: a job that is not processing under lease
