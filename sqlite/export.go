@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -123,65 +122,32 @@ var exports = []struct {
 	query string
 	scan  func(*sql.Rows, *app.Rows) error
 }{
-	{"jobs", `SELECT ` + jobCols + ` FROM jobs ORDER BY id`, func(r *sql.Rows, b *app.Rows) error {
-		j, err := scanJob(r)
-		b.Jobs = append(b.Jobs, j)
+	{"jobs", `SELECT ` + jobCols + ` FROM jobs ORDER BY id`, into(scanJob, func(b *app.Rows) *[]*app.Job { return &b.Jobs })},
+	{"dead_letter_jobs", `SELECT ` + deadCols + ` FROM dead_letter_jobs ORDER BY id`, into(scanDead, func(b *app.Rows) *[]*app.DeadJob { return &b.Dead })},
+	{"queues", `SELECT name, paused, paused_at FROM queues ORDER BY name`, into(scanQueue, func(b *app.Rows) *[]app.QueueState { return &b.Queues })},
+	{"periodic_fires", `SELECT entry, fire_at, job_id, created_at FROM periodic_fires ORDER BY entry, fire_at`, into(scanFire, func(b *app.Rows) *[]app.FireRecord { return &b.Fires })},
+	{"once_records", `SELECT ` + onceCols + ` FROM once_records ORDER BY key`, into(scanOnce, func(b *app.Rows) *[]*app.OnceRecord { return &b.Once })},
+	{"audit", `SELECT id, at, actor, action, target, filter, count FROM audit ORDER BY id`, into(scanAudit, func(b *app.Rows) *[]app.AuditEntry { return &b.Audit })},
+	{"events", `SELECT id, job_id, queue, kind, type, at, data FROM events ORDER BY id`, into(scanEvent, func(b *app.Rows) *[]app.Event { return &b.Events })},
+}
+
+// into reads a row with scan and appends it to the slice of a batch that
+// to picks.
+func into[T any](scan func(scanner) (T, error), to func(*app.Rows) *[]T) func(*sql.Rows, *app.Rows) error {
+	return func(r *sql.Rows, b *app.Rows) error {
+		v, err := scan(r)
+		*to(b) = append(*to(b), v)
 		return err
-	}},
-	{"dead_letter_jobs", `SELECT ` + deadCols + ` FROM dead_letter_jobs ORDER BY id`, func(r *sql.Rows, b *app.Rows) error {
-		d, err := scanDead(r)
-		b.Dead = append(b.Dead, d)
-		return err
-	}},
-	{"queues", `SELECT name, paused, paused_at FROM queues ORDER BY name`, func(r *sql.Rows, b *app.Rows) error {
-		var q app.QueueState
-		var paused int
-		var at sql.NullInt64
-		err := r.Scan(&q.Name, &paused, &at)
-		q.Paused, q.PausedAt = paused != 0, fromNullMS(at)
-		b.Queues = append(b.Queues, q)
-		return err
-	}},
-	{"periodic_fires", `SELECT entry, fire_at, job_id, created_at FROM periodic_fires ORDER BY entry, fire_at`, func(r *sql.Rows, b *app.Rows) error {
-		var f app.FireRecord
-		var fireAt, created int64
-		var jobID sql.NullInt64
-		err := r.Scan(&f.Entry, &fireAt, &jobID, &created)
-		f.FireAt, f.CreatedAt = fromMS(fireAt), fromMS(created)
-		if jobID.Valid {
-			f.JobID = &jobID.Int64
-		}
-		b.Fires = append(b.Fires, f)
-		return err
-	}},
-	{"once_records", `SELECT ` + onceCols + ` FROM once_records ORDER BY key`, func(r *sql.Rows, b *app.Rows) error {
-		o, err := scanOnce(r)
-		b.Once = append(b.Once, o)
-		return err
-	}},
-	{"audit", `SELECT id, at, actor, action, target, filter, count FROM audit ORDER BY id`, func(r *sql.Rows, b *app.Rows) error {
-		var e app.AuditEntry
-		var at int64
-		var target, filter sql.NullString
-		err := r.Scan(&e.ID, &at, &e.Actor, &e.Action, &target, &filter, &e.Count)
-		e.At, e.Target = fromMS(at), target.String
-		if filter.Valid {
-			e.Filter = json.RawMessage(filter.String)
-		}
-		b.Audit = append(b.Audit, e)
-		return err
-	}},
-	{"events", `SELECT id, job_id, queue, kind, type, at, data FROM events ORDER BY id`, func(r *sql.Rows, b *app.Rows) error {
-		var e app.Event
-		var jobID sql.NullInt64
-		var at int64
-		var data sql.NullString
-		err := r.Scan(&e.ID, &jobID, &e.Queue, &e.Kind, &e.Type, &at, &data)
-		e.JobID, e.At = jobID.Int64, fromMS(at)
-		if data.Valid {
-			e.Data = json.RawMessage(data.String)
-		}
-		b.Events = append(b.Events, e)
-		return err
-	}},
+	}
+}
+
+func scanFire(sc scanner) (f app.FireRecord, err error) {
+	var fireAt, created int64
+	var jobID sql.NullInt64
+	err = sc.Scan(&f.Entry, &fireAt, &jobID, &created)
+	f.FireAt, f.CreatedAt = fromMS(fireAt), fromMS(created)
+	if jobID.Valid {
+		f.JobID = &jobID.Int64
+	}
+	return f, err
 }

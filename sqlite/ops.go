@@ -11,16 +11,18 @@ import (
 	"github.com/queuehq/queue/app"
 )
 
+func scanQueue(sc scanner) (q app.QueueState, err error) {
+	var paused int
+	var at sql.NullInt64
+	err = sc.Scan(&q.Name, &paused, &at)
+	q.Paused, q.PausedAt = paused != 0, fromNullMS(at)
+	return q, err
+}
+
 // Queues implements app.Store.
 func (s *Store) Queues(ctx context.Context) ([]app.QueueState, error) {
 	rows, err := s.rdb.QueryContext(ctx, `SELECT name, paused, paused_at FROM queues ORDER BY name`)
-	out, err := collect(rows, err, func(sc scanner) (q app.QueueState, err error) {
-		var paused int
-		var at sql.NullInt64
-		err = sc.Scan(&q.Name, &paused, &at)
-		q.Paused, q.PausedAt = paused != 0, fromNullMS(at)
-		return q, err
-	})
+	out, err := collect(rows, err, scanQueue)
 	if err != nil {
 		return nil, fmt.Errorf("list queues: %w", mapErr(err))
 	}
@@ -284,6 +286,14 @@ func (s *Store) LastFire(ctx context.Context, entry string) (time.Time, error) {
 	return fromMS(v.Int64), nil
 }
 
+func scanAudit(sc scanner) (e app.AuditEntry, err error) {
+	var at int64
+	var target, filter sql.NullString
+	err = sc.Scan(&e.ID, &at, &e.Actor, &e.Action, &target, &filter, &e.Count)
+	e.At, e.Target, e.Filter = fromMS(at), target.String, nullJSON(filter)
+	return e, err
+}
+
 // ListAudit implements app.Store.
 func (s *Store) ListAudit(ctx context.Context, f app.AuditFilter) ([]app.AuditEntry, error) {
 	w := &where{}
@@ -295,13 +305,7 @@ func (s *Store) ListAudit(ctx context.Context, f app.AuditFilter) ([]app.AuditEn
 	}
 	rows, err := s.rdb.QueryContext(ctx, `SELECT id, at, actor, action, target, filter, count FROM audit`+w.String()+
 		` ORDER BY id DESC`+limit(f.Limit, 50), w.args...)
-	out, err := collect(rows, err, func(sc scanner) (e app.AuditEntry, err error) {
-		var at int64
-		var target, filter sql.NullString
-		err = sc.Scan(&e.ID, &at, &e.Actor, &e.Action, &target, &filter, &e.Count)
-		e.At, e.Target, e.Filter = fromMS(at), target.String, nullJSON(filter)
-		return e, err
-	})
+	out, err := collect(rows, err, scanAudit)
 	if err != nil {
 		return nil, fmt.Errorf("list audit: %w", mapErr(err))
 	}
