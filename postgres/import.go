@@ -71,16 +71,7 @@ func (im *Importer) Add(ctx context.Context, b app.Rows) error {
 		row   func(i int) []any
 		id    func(i int) int64
 	}{
-		{"dead_letter_jobs", []string{"id", "queue", "kind", "payload", "priority", "tags", "attempts", "max_attempts", "timeout_ms",
-			"errors", "idempotency_key", "original_created_at", "replayed_from", "dead_letter_reason", "last_error",
-			"moved_to_dead_letter_at", "original_lease", "resurrection_count", "last_resurrection_at"}, len(b.Dead),
-			func(i int) []any {
-				d := b.Dead[i]
-				return []any{d.ID, d.Queue, d.Kind, rawOrNull(d.Payload), d.Priority, tags(d.Tags), d.Attempts, d.MaxAttempts,
-					d.Timeout.D().Milliseconds(), app.EncodeList(d.Errors), nullString(d.IdempotencyKey), ms(d.OriginalCreatedAt),
-					d.ReplayedFrom, d.Reason, clean(d.LastError), ms(d.MovedAt), d.OriginalLease, d.ResurrectionCount,
-					msPtr(d.LastResurrectionAt)}
-			}, nil},
+		{"dead_letter_jobs", deadColumns, len(b.Dead), func(i int) []any { return deadRow(b.Dead[i]) }, nil},
 		{"periodic_fires", []string{"entry", "fire_at", "job_id", "created_at"}, len(b.Fires),
 			func(i int) []any {
 				f := b.Fires[i]

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -511,14 +513,29 @@ func (w *wtx) RequestCancel(j *app.Job, reason string) (*app.Job, error) {
 // clean), and d keeps it so.
 func (w *wtx) InsertDead(d *app.DeadJob) error {
 	d.LastError = clean(d.LastError)
-	_, err := w.exec(`INSERT INTO dead_letter_jobs (id, queue, kind, payload, priority, tags, attempts,
-			max_attempts, timeout_ms, errors, idempotency_key, original_created_at, replayed_from, dead_letter_reason,
-			last_error, moved_to_dead_letter_at, original_lease, resurrection_count, last_resurrection_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 0, NULL)`,
-		d.ID, d.Queue, d.Kind, rawOrNull(d.Payload), d.Priority, tags(d.Tags), d.Attempts,
-		d.MaxAttempts, d.Timeout.D().Milliseconds(), app.EncodeList(d.Errors), nullString(d.IdempotencyKey),
-		d.OriginalCreatedAt, d.ReplayedFrom, d.Reason, d.LastError, d.MovedAt, d.OriginalLease)
+	_, err := w.exec(insertDeadSQL, deadRow(d)...)
 	return err
+}
+
+// deadColumns are the columns of dead_letter_jobs, in deadRow's order.
+var deadColumns = []string{"id", "queue", "kind", "payload", "priority", "tags", "attempts", "max_attempts", "timeout_ms",
+	"errors", "idempotency_key", "original_created_at", "replayed_from", "dead_letter_reason", "last_error",
+	"moved_to_dead_letter_at", "original_lease", "resurrection_count", "last_resurrection_at"}
+
+// insertDeadSQL inserts one dead-letter row: deadRow's values.
+var insertDeadSQL = func() string {
+	ph := make([]string, len(deadColumns))
+	for i := range ph {
+		ph[i] = "$" + strconv.Itoa(i+1)
+	}
+	return `INSERT INTO dead_letter_jobs (` + strings.Join(deadColumns, ", ") + `) VALUES (` + strings.Join(ph, ", ") + `)`
+}()
+
+// deadRow is d as the values of deadColumns.
+func deadRow(d *app.DeadJob) []any {
+	return []any{d.ID, d.Queue, d.Kind, rawOrNull(d.Payload), d.Priority, tags(d.Tags), d.Attempts, d.MaxAttempts,
+		d.Timeout.D().Milliseconds(), app.EncodeList(d.Errors), nullString(d.IdempotencyKey), ms(d.OriginalCreatedAt),
+		d.ReplayedFrom, d.Reason, clean(d.LastError), ms(d.MovedAt), d.OriginalLease, d.ResurrectionCount, msPtr(d.LastResurrectionAt)}
 }
 
 // DeleteJob implements app.Tx.
