@@ -84,53 +84,35 @@ func (s *Store) Throughput(ctx context.Context, since time.Time) ([]app.MinuteCo
 	return out, nil
 }
 
-// DeleteOld implements app.Store: one bounded DELETE.
+// DeleteOld implements app.Store: one bounded DELETE of the rows of
+// oldRows[req.What] older than req.Before.
 func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, error) {
-	a := args{}
-	queueCond := func(col string) string {
-		c := ""
-		if req.Queue != "" {
-			c += " AND " + col + " = " + a.add(req.Queue)
-		}
-		if len(req.Except) > 0 {
-			c += " AND " + col + " <> ALL(" + a.add(req.Except) + ")"
-		}
-		return c
-	}
-	before := ms(req.Before)
-	n := min(max(req.Limit, 1), app.BulkBatch)
-	var q string
-	switch req.What {
-	case app.OldFinished:
-		q = `DELETE FROM jobs WHERE id = ANY(ARRAY(SELECT id FROM jobs WHERE status IN ('done', 'cancelled') AND finished_at < ` +
-			a.add(before) + queueCond("queue") + ` LIMIT ` + a.add(n) + `))`
-	case app.OldDead:
-		q = `DELETE FROM dead_letter_jobs WHERE id = ANY(ARRAY(SELECT id FROM dead_letter_jobs WHERE moved_to_dead_letter_at < ` +
-			a.add(before) + queueCond("queue") + ` LIMIT ` + a.add(n) + `))`
-	case app.OldEvents:
-		q = `DELETE FROM events WHERE id = ANY(ARRAY(SELECT id FROM events WHERE at < ` + a.add(before) + ` LIMIT ` + a.add(n) + `))`
-	case app.OldAudit:
-		q = `DELETE FROM audit WHERE id = ANY(ARRAY(SELECT id FROM audit WHERE at < ` + a.add(before) + ` LIMIT ` + a.add(n) + `))`
-	case app.OldOnce:
-		q = `DELETE FROM once_records WHERE key = ANY(ARRAY(SELECT key FROM once_records WHERE done AND done_at < ` +
-			a.add(before) + ` LIMIT ` + a.add(n) + `))`
-	case app.OldPeriodic:
-		q = `DELETE FROM periodic_fires WHERE ctid = ANY(ARRAY(SELECT ctid FROM periodic_fires p WHERE fire_at < ` + a.add(before) + `
-			AND fire_at < (SELECT max(fire_at) FROM periodic_fires l WHERE l.entry = p.entry) LIMIT ` + a.add(n) + `))`
-	case app.OldThroughput:
-		q = `DELETE FROM throughput WHERE ctid = ANY(ARRAY(SELECT ctid FROM throughput WHERE second < ` +
-			a.add(time.Unix(req.Before.Unix(), 0).UTC()) + ` LIMIT ` + a.add(n) + `))`
-	default:
+	o, ok := oldRows[req.What]
+	if !ok {
 		return 0, fmt.Errorf("delete old: unknown kind %q", req.What)
 	}
+	wh := &where{}
+	before := ms(req.Before)
+	if req.What == app.OldThroughput {
+		before = time.Unix(req.Before.Unix(), 0).UTC()
+	}
+	wh.cond(fmt.Sprintf(o.cond, wh.add(before)))
+	if o.queued && req.Queue != "" {
+		wh.cond("queue = " + wh.add(req.Queue))
+	}
+	if o.queued && len(req.Except) > 0 {
+		wh.cond("queue <> ALL(" + wh.add(req.Except) + ")")
+	}
+	q := `DELETE FROM ` + o.table + ` WHERE ` + o.key + ` = ANY(ARRAY(SELECT ` + o.key + ` FROM ` + o.table + ` p` + wh.String() +
+		` LIMIT ` + wh.add(min(max(req.Limit, 1), app.BulkBatch)) + `))`
 	var deleted int64
 	err := s.write(ctx, func(w *wtx) error {
-		tag, err := w.exec(q, a...)
+		tag, err := w.exec(q, wh.args...)
 		if err != nil {
 			return err
 		}
 		deleted = tag.RowsAffected()
-		if req.What == app.OldFinished || req.What == app.OldDead {
+		if o.queued {
 			return w.Fault(app.FaultDelete, 0)
 		}
 		return nil
@@ -139,6 +121,22 @@ func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, e
 		return 0, fmt.Errorf("delete old %s: %w", req.What, mapErr(err))
 	}
 	return int(deleted), nil
+}
+
+// oldRows is what DeleteOld deletes of each kind: the table, its key, the
+// condition of an old row (%s is the cutoff), and whether its rows are
+// jobs or dead-letter rows of a queue.
+var oldRows = map[string]struct {
+	table, key, cond string
+	queued           bool
+}{
+	app.OldFinished:   {"jobs", "id", "status IN ('done', 'cancelled') AND finished_at < %s", true},
+	app.OldDead:       {"dead_letter_jobs", "id", "moved_to_dead_letter_at < %s", true},
+	app.OldEvents:     {"events", "id", "at < %s", false},
+	app.OldAudit:      {"audit", "id", "at < %s", false},
+	app.OldOnce:       {"once_records", "key", "done AND done_at < %s", false},
+	app.OldPeriodic:   {"periodic_fires", "ctid", "fire_at < %s AND fire_at < (SELECT max(fire_at) FROM periodic_fires l WHERE l.entry = p.entry)", false},
+	app.OldThroughput: {"throughput", "ctid", "second < %s", false},
 }
 
 // LastFire implements app.Store.

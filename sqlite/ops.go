@@ -193,85 +193,74 @@ func (s *Store) Throughput(ctx context.Context, since time.Time) ([]app.MinuteCo
 	return out, nil
 }
 
-// DeleteOld implements app.Store.
+// DeleteOld implements app.Store: one bounded DELETE of the rows of
+// oldRows[req.What] older than req.Before.
 func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, error) {
-	var q string
-	args := []any{}
-	queueCond := func(col string) string {
-		c := ""
-		if req.Queue != "" {
-			c += " AND " + col + " = ?"
-			args = append(args, req.Queue)
-		}
-		if len(req.Except) > 0 {
-			c += " AND " + col + " NOT IN (" + strings.TrimSuffix(strings.Repeat("?,", len(req.Except)), ",") + ")"
-			for _, e := range req.Except {
-				args = append(args, e)
-			}
-		}
-		return c
-	}
-	before := ms(req.Before)
-	switch req.What {
-	case app.OldFinished:
-		args = append(args, before)
-		q = `DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE status IN ('done', 'cancelled') AND finished_at < ?` + queueCond("queue") + ` LIMIT ?) RETURNING queue, status`
-	case app.OldDead:
-		args = append(args, before)
-		q = `DELETE FROM dead_letter_jobs WHERE id IN (SELECT id FROM dead_letter_jobs WHERE moved_to_dead_letter_at < ?` + queueCond("queue") + ` LIMIT ?) RETURNING queue, 'dead_letter'`
-	case app.OldEvents:
-		args = append(args, before)
-		q = `DELETE FROM events WHERE id IN (SELECT id FROM events WHERE at < ? LIMIT ?)`
-	case app.OldAudit:
-		args = append(args, before)
-		q = `DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at < ? LIMIT ?)`
-	case app.OldOnce:
-		args = append(args, before)
-		q = `DELETE FROM once_records WHERE key IN (SELECT key FROM once_records WHERE done = 1 AND done_at < ? LIMIT ?)`
-	case app.OldPeriodic:
-		args = append(args, before)
-		q = `DELETE FROM periodic_fires WHERE rowid IN (SELECT rowid FROM periodic_fires p WHERE fire_at < ?
-			AND fire_at < (SELECT max(fire_at) FROM periodic_fires l WHERE l.entry = p.entry) LIMIT ?)`
-	case app.OldThroughput:
-		args = append(args, req.Before.Unix())
-		q = `DELETE FROM throughput WHERE rowid IN (SELECT rowid FROM throughput WHERE second < ? LIMIT ?)`
-	default:
+	o, ok := oldRows[req.What]
+	if !ok {
 		return 0, fmt.Errorf("delete old: unknown kind %q", req.What)
 	}
-	args = append(args, min(max(req.Limit, 1), app.BulkBatch))
+	w := &where{}
+	if req.What == app.OldThroughput {
+		w.add(o.cond, req.Before.Unix())
+	} else {
+		w.add(o.cond, ms(req.Before))
+	}
+	if o.status != "" && req.Queue != "" {
+		w.add("queue = ?", req.Queue)
+	}
+	if o.status != "" && len(req.Except) > 0 {
+		w.add("queue NOT IN ("+strings.TrimSuffix(strings.Repeat("?,", len(req.Except)), ",")+")", anys(req.Except)...)
+	}
+	q := `DELETE FROM ` + o.table + ` WHERE ` + o.key + ` IN (SELECT ` + o.key + ` FROM ` + o.table + ` p` + w.String() + ` LIMIT ?)`
+	args := append(w.args, min(max(req.Limit, 1), app.BulkBatch))
 	var n int64
 	err := s.write(ctx, func(w *wtx) error {
 		n = 0
-		if req.What != app.OldFinished && req.What != app.OldDead {
+		if o.status == "" {
 			res, err := w.exec(q, args...)
-			if err != nil {
-				return err
+			if err == nil {
+				n, err = res.RowsAffected()
 			}
-			n, err = res.RowsAffected()
 			return err
 		}
-		rows, err := w.query(q, args...) // deleted jobs leave the counters too
+		rows, err := w.query(q+` RETURNING queue, `+o.status, args...) // deleted jobs leave the counters too
+		refs, err := collect(rows, err, func(sc scanner) (k statusKey, err error) { return k, sc.Scan(&k.queue, &k.status) })
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var queue, status string
-			if err := rows.Scan(&queue, &status); err != nil {
-				return err
-			}
-			w.Moved(queue, app.Status(status), "", 1)
-			n++
+		for _, k := range refs {
+			w.Moved(k.queue, k.status, "", 1)
 		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
+		n = int64(len(refs))
 		return w.Fault(app.FaultDelete, 0)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("delete old %s: %w", req.What, mapErr(err))
 	}
 	return int(n), nil
+}
+
+// oldRows is what DeleteOld deletes of each kind: the table, its key,
+// the condition of an old row (? is the cutoff: milliseconds, seconds for
+// throughput), and for jobs and dead-letter rows the status they leave.
+var oldRows = map[string]struct{ table, key, cond, status string }{
+	app.OldFinished:   {"jobs", "id", "status IN ('done', 'cancelled') AND finished_at < ?", "status"},
+	app.OldDead:       {"dead_letter_jobs", "id", "moved_to_dead_letter_at < ?", "'dead_letter'"},
+	app.OldEvents:     {"events", "id", "at < ?", ""},
+	app.OldAudit:      {"audit", "id", "at < ?", ""},
+	app.OldOnce:       {"once_records", "key", "done = 1 AND done_at < ?", ""},
+	app.OldPeriodic:   {"periodic_fires", "rowid", "fire_at < ? AND fire_at < (SELECT max(fire_at) FROM periodic_fires l WHERE l.entry = p.entry)", ""},
+	app.OldThroughput: {"throughput", "rowid", "second < ?", ""},
+}
+
+// anys is v as arguments.
+func anys[T any](v []T) []any {
+	out := make([]any, len(v))
+	for i, x := range v {
+		out[i] = x
+	}
+	return out
 }
 
 // LastFire implements app.Store.
