@@ -17,7 +17,7 @@ import (
 // RecordAudit stores an admin action of its own (one that moved no job:
 // those record theirs in their own transaction).
 func RecordAudit(ctx context.Context, w Writer, e AuditEntry) error {
-	if err := w.Write(ctx, func(tx Tx) error { return tx.Audit(&e, e.Count) }); err != nil {
+	if err := w.Write(ctx, func(tx Tx) error { return recordAudit(tx, &e, e.Count) }); err != nil {
 		return fmt.Errorf("record audit: %w", err)
 	}
 	return nil
@@ -41,6 +41,19 @@ func MissingError(id int64, dead bool) error {
 		return fmt.Errorf("job %d is in the dead-letter queue: %w", id, ErrIllegalTransition)
 	}
 	return fmt.Errorf("job %d: %w", id, ErrNotFound)
+}
+
+// recordAudit records e (if not nil) for count rows, at now unless e says when.
+func recordAudit(tx Tx, e *AuditEntry, count int) error {
+	if e == nil {
+		return nil
+	}
+	a := *e
+	if a.At.IsZero() {
+		a.At = tx.Now()
+	}
+	a.Count = count
+	return tx.Audit(a)
 }
 
 // ClaimOrder orders claimable jobs as a claim takes them: priority, then
@@ -246,7 +259,7 @@ func Cancel(ctx context.Context, w Writer, req CancelRequest) (*Job, error) {
 		if err != nil {
 			return err
 		}
-		return tx.Audit(req.Audit, 1)
+		return recordAudit(tx, req.Audit, 1)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cancel job %d: %w", req.ID, err)
@@ -330,7 +343,7 @@ func eachQueued(ctx context.Context, w Writer, f JobFilter, audit *AuditEntry, f
 			}
 			ids = append(ids, j.ID)
 		}
-		return tx.Audit(audit, len(ids))
+		return recordAudit(tx, audit, len(ids))
 	})
 	return ids, err
 }
@@ -382,7 +395,7 @@ func Purge(ctx context.Context, w Writer, f DeadFilter, audit *AuditEntry) ([]in
 		if len(ids) == 0 && len(f.IDs) == 1 {
 			return fmt.Errorf("dead-letter row %d: %w", f.IDs[0], ErrNotFound)
 		}
-		return tx.Audit(audit, len(ids))
+		return recordAudit(tx, audit, len(ids))
 	})
 	if err != nil {
 		return nil, WithOperation("purge", err)
@@ -403,7 +416,7 @@ func SetPaused(ctx context.Context, w Writer, queue string, paused bool, audit *
 			tx.Event(EventQueueResumed, 0, queue, "", nil)
 			tx.Wake(queue)
 		}
-		return tx.Audit(audit, 1)
+		return recordAudit(tx, audit, 1)
 	})
 	if err != nil {
 		return fmt.Errorf("pause queue %s: %w", queue, err)
@@ -431,17 +444,21 @@ func Replay(ctx context.Context, w Writer, req ReplayRequest) ([]*Job, error) {
 		if start.IsZero() || start.Before(tx.Now()) {
 			start = tx.Now()
 		}
-		jobs := make([]NewJob, len(rows))
+		jobs := make([]*NewJob, len(rows))
 		for i, d := range rows {
-			jobs[i] = ReplayJob(d, start.Add(req.Spacing*time.Duration(i)))
+			nj := ReplayJob(d, start.Add(req.Spacing*time.Duration(i)))
+			jobs[i] = &nj
 		}
-		if out, err = tx.Resurrect(rows, jobs); err != nil {
+		if out, err = tx.Insert(jobs...); err != nil {
+			return err
+		}
+		if err := tx.Resurrected(rows); err != nil {
 			return err
 		}
 		for i, d := range rows {
 			tx.Event(EventDLQReplayed, d.ID, d.Queue, d.Kind, eventData(map[string]any{"dead_letter_id": d.ID, "job_id": out[i].ID}))
 		}
-		return tx.Audit(req.Audit, len(out))
+		return recordAudit(tx, req.Audit, len(out))
 	})
 	if err != nil {
 		return nil, WithOperation("replay", err)

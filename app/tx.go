@@ -65,10 +65,8 @@ type Tx interface {
 	DeleteDead(f DeadFilter) ([]Ref, error)
 	// SetQueuePaused stores whether queue is paused (since now, if so).
 	SetQueuePaused(queue string, paused bool) error
-	// Resurrect inserts jobs[i] as a new queued job for each dead-letter
-	// row dead[i] and counts its resurrection (now); it returns the new
-	// jobs in order.
-	Resurrect(dead []*DeadJob, jobs []NewJob) ([]*Job, error)
+	// Resurrected counts a replay (now) of each dead-letter row of dead.
+	Resurrected(dead []*DeadJob) error
 	// Insert inserts new queued jobs (no key lookup or limit: the caller's
 	// rules decide), in one statement where the store can, and returns them
 	// as stored, in order.
@@ -113,8 +111,8 @@ type Tx interface {
 	AttemptEnded(j *Job)
 	// Wake wakes the claimers of queue after the commit.
 	Wake(queue string)
-	// Audit records e (nil: nothing) for count rows.
-	Audit(e *AuditEntry, count int) error
+	// Audit records e as it is (its At and Count set).
+	Audit(e AuditEntry) error
 	// Fault calls the store's fault hook at p, for the tests that prove a
 	// write is all or nothing; nil without a hook.
 	Fault(p FaultPoint, id int64) error

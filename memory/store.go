@@ -237,21 +237,14 @@ func (t *tx) Dead(f app.DeadFilter) ([]*app.DeadJob, error) {
 	return out, nil
 }
 
-// Resurrect implements app.Tx.
-func (t *tx) Resurrect(dead []*app.DeadJob, jobs []app.NewJob) ([]*app.Job, error) {
-	out := make([]*app.Job, len(jobs))
-	for i := range jobs {
-		j, err := t.insert(&jobs[i])
-		if err != nil {
-			return nil, err
-		}
-		d := dead[i].Clone()
-		d.ResurrectionCount++
-		d.LastResurrectionAt = ptr(t.now)
+// Resurrected implements app.Tx.
+func (t *tx) Resurrected(dead []*app.DeadJob) error {
+	for _, old := range dead {
+		d := t.s.dead[old.ID].Clone()
+		d.ResurrectionCount, d.LastResurrectionAt = d.ResurrectionCount+1, ptr(t.now)
 		t.putDead(d)
-		out[i] = j.Clone()
 	}
-	return out, nil
+	return nil
 }
 
 // Insert implements app.Tx.
@@ -397,20 +390,12 @@ func (t *tx) DeleteJob(id int64) error {
 func (t *tx) Moved(queue string, from, to app.Status, n int) {}
 
 // Audit implements app.Tx.
-func (t *tx) Audit(e *app.AuditEntry, n int) error {
-	if e == nil {
-		return nil
-	}
-	a := *e
-	if a.At.IsZero() {
-		a.At = t.now
-	}
-	a.Count = n
-	a.ID = int64(len(t.s.audit)) + 1
+func (t *tx) Audit(e app.AuditEntry) error {
+	e.ID = 1
 	if k := len(t.s.audit); k > 0 {
-		a.ID = t.s.audit[k-1].ID + 1
+		e.ID = t.s.audit[k-1].ID + 1
 	}
-	t.s.audit = append(t.s.audit, a)
+	t.s.audit = append(t.s.audit, e)
 	size := len(t.s.audit)
 	t.undo = append(t.undo, func() { t.s.audit = t.s.audit[:size-1] })
 	return nil

@@ -80,22 +80,12 @@ func (im *Importer) Add(ctx context.Context, b app.Rows) error {
 		{"once_records", []string{"key", "token", "done", "result", "held_until", "created_at", "done_at"}, len(b.Once),
 			func(i int) []any {
 				o := b.Once[i]
-				var result *string
-				if o.Result != nil {
-					r := string(o.Result)
-					result = &r
-				}
-				return []any{o.Key, nullString(o.Token), o.Done, result, msPtr(o.HeldUntil), ms(o.CreatedAt), msPtr(o.DoneAt)}
+				return []any{o.Key, nullString(o.Token), o.Done, rawText(o.Result), msPtr(o.HeldUntil), ms(o.CreatedAt), msPtr(o.DoneAt)}
 			}, nil},
 		{"audit", []string{"id", "at", "actor", "action", "target", "filter", "count"}, len(b.Audit),
 			func(i int) []any {
 				e := b.Audit[i]
-				var filter *string
-				if len(e.Filter) > 0 {
-					f := string(e.Filter)
-					filter = &f
-				}
-				return []any{e.ID, ms(e.At), clean(e.Actor), clean(e.Action), nullString(clean(e.Target)), filter, e.Count}
+				return []any{e.ID, ms(e.At), clean(e.Actor), clean(e.Action), nullString(clean(e.Target)), rawText(e.Filter), e.Count}
 			}, func(i int) int64 { return b.Audit[i].ID }},
 		{"events", []string{"id", "job_id", "queue", "kind", "type", "at", "data"}, len(b.Events),
 			func(i int) []any {
@@ -104,12 +94,7 @@ func (im *Importer) Add(ctx context.Context, b app.Rows) error {
 				if e.JobID != 0 {
 					jobID = &e.JobID
 				}
-				var data *string
-				if len(e.Data) > 0 {
-					d := string(e.Data)
-					data = &d
-				}
-				return []any{e.ID, jobID, e.Queue, e.Kind, e.Type, ms(e.At), data}
+				return []any{e.ID, jobID, e.Queue, e.Kind, e.Type, ms(e.At), rawText(e.Data)}
 			}, func(i int) int64 { return b.Events[i].ID }},
 	}
 	for _, st := range steps {
@@ -162,15 +147,10 @@ func (im *Importer) jobs(ctx context.Context, jobs []*app.Job) error {
 	}
 	_, err := im.tx.CopyFrom(ctx, pgx.Identifier{"import_jobs"}, importJobCols, pgx.CopyFromSlice(len(jobs), func(i int) ([]any, error) {
 		j := jobs[i]
-		var result *string
-		if j.Result != nil {
-			r := string(j.Result)
-			result = &r
-		}
 		return []any{j.ID, j.Queue, j.Kind, rawOrNull(j.Payload), string(j.Status), j.Priority, ms(j.RunAt), j.Attempts, j.MaxAttempts,
 			j.Timeout.D().Milliseconds(), msPtr(j.ExpiresAt), tags(j.Tags), nullString(j.IdempotencyKey), j.Lease,
 			msPtr(j.LeaseExpiresAt), nullString(clean(j.WorkerID)), j.CancelRequested, nullString(clean(j.CancelReason)),
-			app.EncodeList(j.Errors), result, j.ReplayedFrom, ms(j.CreatedAt), ms(j.UpdatedAt), msPtr(j.StartedAt), msPtr(j.FinishedAt)}, nil
+			app.EncodeList(j.Errors), rawText(j.Result), j.ReplayedFrom, ms(j.CreatedAt), ms(j.UpdatedAt), msPtr(j.StartedAt), msPtr(j.FinishedAt)}, nil
 	}))
 	if err != nil {
 		return err

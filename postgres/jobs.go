@@ -550,21 +550,9 @@ func (w *wtx) DeleteJob(id int64) error {
 	return nil
 }
 
-// Audit implements app.Tx: it records e (if not nil) with count.
-func (w *wtx) Audit(e *app.AuditEntry, count int) error {
-	if e == nil {
-		return nil
-	}
-	at := ms(e.At)
-	if e.At.IsZero() {
-		at = w.now
-	}
-	var filter *string
-	if len(e.Filter) > 0 {
-		f := string(e.Filter)
-		filter = &f
-	}
+// Audit implements app.Tx.
+func (w *wtx) Audit(e app.AuditEntry) error {
 	_, err := w.exec(`INSERT INTO audit (at, actor, action, target, filter, count) VALUES ($1, $2, $3, $4, $5, $6)`,
-		at, clean(e.Actor), clean(e.Action), nullString(clean(e.Target)), filter, count)
+		ms(e.At), clean(e.Actor), clean(e.Action), nullString(clean(e.Target)), rawText(e.Filter), e.Count)
 	return err
 }

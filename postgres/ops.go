@@ -199,12 +199,7 @@ func (w *wtx) Once(key string) (*app.OnceRecord, error) {
 
 // SaveOnce implements app.Tx.
 func (w *wtx) SaveOnce(r *app.OnceRecord) error {
-	var result *string
-	if r.Result != nil {
-		v := string(r.Result)
-		result = &v
-	}
 	_, err := w.exec(`UPDATE once_records SET token = $1, done = $2, result = $3, held_until = $4, done_at = $5 WHERE key = $6`,
-		nullString(r.Token), r.Done, result, r.HeldUntil, r.DoneAt, r.Key)
+		nullString(r.Token), r.Done, rawText(r.Result), r.HeldUntil, r.DoneAt, r.Key)
 	return err
 }

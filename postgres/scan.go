@@ -103,6 +103,15 @@ func (s *Store) readRow(ctx context.Context, q string, args []any, dest ...any) 
 	return mapErr(s.pool.QueryRow(ctx, q, args...).Scan(dest...))
 }
 
+// rawText is r as a nullable JSON argument (nil for none).
+func rawText(r json.RawMessage) *string {
+	if len(r) == 0 {
+		return nil
+	}
+	v := string(r)
+	return &v
+}
+
 // rawPtr is a nullable JSON column's value (nil for NULL).
 func rawPtr(p *string) json.RawMessage {
 	if p == nil {

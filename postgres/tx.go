@@ -464,21 +464,15 @@ func (w *wtx) SetQueuePaused(queue string, paused bool) error {
 // Dead implements app.Tx.
 func (w *wtx) Dead(f app.DeadFilter) ([]*app.DeadJob, error) { return w.selectDead(f) }
 
-// Resurrect implements app.Tx: the inserts and the count go in one round trip.
-func (w *wtx) Resurrect(dead []*app.DeadJob, jobs []app.NewJob) ([]*app.Job, error) {
-	p := &pipe{}
-	njs := make([]*app.NewJob, len(jobs))
+// Resurrected implements app.Tx.
+func (w *wtx) Resurrected(dead []*app.DeadJob) error {
 	ids := make([]int64, len(dead))
-	for i := range jobs {
-		njs[i], ids[i] = &jobs[i], dead[i].ID
+	for i, d := range dead {
+		ids[i] = d.ID
 	}
-	out := w.insertJobs(p, njs)
-	p.exec(`UPDATE dead_letter_jobs SET resurrection_count = resurrection_count + 1,
+	_, err := w.exec(`UPDATE dead_letter_jobs SET resurrection_count = resurrection_count + 1,
 		last_resurrection_at = $1 WHERE id = ANY($2::bigint[])`, w.now, ids)
-	if err := w.run(p); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return err
 }
 
 // Insert implements app.Tx.

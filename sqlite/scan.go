@@ -179,9 +179,9 @@ func nullJSON(v sql.NullString) json.RawMessage {
 	return json.RawMessage(v.String)
 }
 
-// nullRaw is r as text, or NULL if r is nil.
+// nullRaw is r as text, or NULL if r is empty.
 func nullRaw(r json.RawMessage) any {
-	if r == nil {
+	if len(r) == 0 {
 		return nil
 	}
 	return string(r)

@@ -121,21 +121,10 @@ func (w *wtx) DeleteJob(id int64) error {
 	return nil
 }
 
-// Audit implements app.Tx: it records e (if not nil) with count.
-func (w *wtx) Audit(e *app.AuditEntry, count int) error {
-	if e == nil {
-		return nil
-	}
-	at := e.At
-	if at.IsZero() {
-		at = w.now
-	}
-	var filter any
-	if len(e.Filter) > 0 {
-		filter = string(e.Filter)
-	}
+// Audit implements app.Tx.
+func (w *wtx) Audit(e app.AuditEntry) error {
 	_, err := w.exec(`INSERT INTO audit (at, actor, action, target, filter, count) VALUES (?, ?, ?, ?, ?, ?)`,
-		ms(at), e.Actor, e.Action, nullString(e.Target), filter, count)
+		ms(e.At), e.Actor, e.Action, nullString(e.Target), nullRaw(e.Filter), e.Count)
 	return err
 }
 
@@ -182,21 +171,15 @@ func (w *wtx) SetQueuePaused(queue string, paused bool) error {
 // Dead implements app.Tx.
 func (w *wtx) Dead(f app.DeadFilter) ([]*app.DeadJob, error) { return w.selectDead(f) }
 
-// Resurrect implements app.Tx.
-func (w *wtx) Resurrect(dead []*app.DeadJob, jobs []app.NewJob) ([]*app.Job, error) {
-	out := make([]*app.Job, len(jobs))
-	for i := range jobs {
-		job, err := w.insertJob(&jobs[i])
-		if err != nil {
-			return nil, err
-		}
+// Resurrected implements app.Tx.
+func (w *wtx) Resurrected(dead []*app.DeadJob) error {
+	for _, d := range dead {
 		if _, err := w.exec(`UPDATE dead_letter_jobs SET resurrection_count = resurrection_count + 1,
-			last_resurrection_at = ? WHERE id = ?`, ms(w.now), dead[i].ID); err != nil {
-			return nil, err
+			last_resurrection_at = ? WHERE id = ?`, ms(w.now), d.ID); err != nil {
+			return err
 		}
-		out[i] = job
 	}
-	return out, nil
+	return nil
 }
 
 // Insert implements app.Tx.
