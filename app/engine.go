@@ -3,6 +3,7 @@ package app
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -13,6 +14,42 @@ import (
 // and in which order (row, fault point, event, counters, wake-up). The
 // stores only carry out the steps. Submit's rules are in submit.go; claim
 // and complete stay inside each store, where their batched fast paths live.
+
+// Complete marks each item's job done with its result (JSON null if none),
+// each fenced on its own under its lease, so the answers match items one to
+// one; the error is for the call as a whole. The SQLite and PostgreSQL
+// stores complete a batch in fewer statements (see their Complete); this is
+// the same done step by step.
+func Complete(ctx context.Context, w Writer, items []Completion) ([]error, error) {
+	errs := make([]error, len(items))
+	err := w.Write(ctx, func(tx Tx) error {
+		for i, it := range items {
+			j, err := tx.Processing(it.ID, it.Lease)
+			if errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrNotFound) {
+				errs[i] = err
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Finish(j, it.Result); err != nil {
+				return err
+			}
+			if err := tx.Fault(FaultComplete, j.ID); err != nil {
+				return err
+			}
+			tx.Publish(EventSucceeded, j.ID, j.Queue, j.Kind, FinishedData(j.StartedAt, tx.Now()))
+			tx.Moved(j.Queue, StatusProcessing, StatusDone, 1)
+			tx.Count(j.Queue, 1, 0)
+			tx.Wake(j.Queue) // a concurrency slot is free
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, WithOperation("complete", err)
+	}
+	return errs, nil
+}
 
 // RecordAudit stores an admin action of its own (one that moved no job:
 // those record theirs in their own transaction).

@@ -47,6 +47,9 @@ type Tx interface {
 	Take(req ClaimRequest, n int) ([]*Job, error)
 	// SetRate stores queue's rate bucket: tokens, as of now.
 	SetRate(queue string, tokens float64) error
+	// Finish makes processing job j done with result (JSON null if empty),
+	// finished now, without a lease. It returns the row as stored.
+	Finish(j *Job, result json.RawMessage) (*Job, error)
 	// Requeue makes job j queued again at runAt with j.Errors, without a
 	// lease or worker; giveBack returns the attempt it used (a snooze). It
 	// returns the row as stored.

@@ -601,37 +601,17 @@ func (s *Store) fenced(id, lease int64) (*app.Job, error) {
 
 // Complete implements app.Store.
 func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, error) {
-	errs := make([]error, len(items))
-	err := s.write(ctx, func(t *tx) error {
-		for i, it := range items {
-			old, err := s.fenced(it.ID, it.Lease)
-			if err != nil {
-				errs[i] = err
-				continue
-			}
-			j := old.Clone()
-			j.Status = app.StatusDone
-			j.Result = slices.Clone(it.Result)
-			if len(j.Result) == 0 {
-				j.Result = json.RawMessage("null")
-			}
-			j.FinishedAt, j.UpdatedAt, j.LeaseExpiresAt = ptr(t.now), t.now, nil
-			if err := t.putJob(j); err != nil {
-				return err
-			}
-			if err := t.Fault(app.FaultComplete, j.ID); err != nil {
-				return err
-			}
-			t.Event(app.EventSucceeded, j.ID, j.Queue, j.Kind, app.FinishedData(j.StartedAt, t.now))
-			t.Count(j.Queue, 1, 0)
-			t.Wake(j.Queue)
+	return app.Complete(ctx, s, items)
+}
+
+// Finish implements app.Tx.
+func (t *tx) Finish(j *app.Job, result json.RawMessage) (*app.Job, error) {
+	return t.change(j, func(nj *app.Job) {
+		nj.Status, nj.Result, nj.FinishedAt, nj.LeaseExpiresAt = app.StatusDone, slices.Clone(result), ptr(t.now), nil
+		if len(nj.Result) == 0 {
+			nj.Result = json.RawMessage("null")
 		}
-		return nil
 	})
-	if err != nil {
-		return nil, app.WithOperation("complete", err)
-	}
-	return errs, nil
 }
 
 // Ping implements app.Store.

@@ -484,6 +484,12 @@ func (w *wtx) Extend(j *app.Job, until time.Time) (*app.Job, error) {
 	return scanJob(w.queryRow(`UPDATE jobs SET lease_expires_at = $1, updated_at = $2 WHERE id = $3 RETURNING `+jobCols, until, w.now, j.ID))
 }
 
+// Finish implements app.Tx.
+func (w *wtx) Finish(j *app.Job, result json.RawMessage) (*app.Job, error) {
+	return scanJob(w.queryRow(`UPDATE jobs SET status = 'done', result = $1, finished_at = $2, updated_at = $2,
+		lease_expires_at = NULL WHERE id = $3 RETURNING `+jobCols, rawOrNull(result), w.now, j.ID))
+}
+
 // Requeue implements app.Tx.
 func (w *wtx) Requeue(j *app.Job, runAt time.Time, giveBack bool) (*app.Job, error) {
 	back := 0

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -70,6 +71,13 @@ func (w *wtx) jobs(q string, args ...any) ([]*app.Job, error) {
 // Extend implements app.Tx.
 func (w *wtx) Extend(j *app.Job, until time.Time) (*app.Job, error) {
 	return scanJob(w.queryRow(`UPDATE jobs SET lease_expires_at = ?, updated_at = ? WHERE id = ? RETURNING `+jobCols, ms(until), ms(w.now), j.ID))
+}
+
+// Finish implements app.Tx.
+func (w *wtx) Finish(j *app.Job, result json.RawMessage) (*app.Job, error) {
+	w.finished = append(w.finished, j.ID) // its claim is forgotten after commit
+	return scanJob(w.queryRow(`UPDATE jobs SET status = 'done', result = ?, finished_at = ?, updated_at = ?,
+		lease_expires_at = NULL WHERE id = ? RETURNING `+jobCols, rawOrNull(result), ms(w.now), ms(w.now), j.ID))
 }
 
 // Requeue implements app.Tx.

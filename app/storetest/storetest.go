@@ -133,6 +133,7 @@ func Run(t *testing.T, open Opener) {
 		"MaintainerTickRecoversAndExpires":         testMaintainerTickRecoversAndExpires,
 		"FailAfterCancelRequestEndsTheAttemptOnce": testFailAfterCancelRequestEndsTheAttemptOnce,
 		"DiagnoseFindsStuckLeasesAndDLQGrowth":     testDiagnoseFindsStuckLeasesAndDLQGrowth,
+		"CompleteStepByStepAsTheStore":             testCompleteStepByStepAsTheStore,
 	}
 	names := make([]string, 0, len(cases))
 	for n := range cases {

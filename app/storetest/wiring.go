@@ -165,3 +165,31 @@ func testDiagnoseFindsStuckLeasesAndDLQGrowth(e *env) {
 		e.t.Fatalf("diagnose at +25h: %+v %v, want 1 stuck lease (a problem), 2 rows dead-lettered the day before", r, err)
 	}
 }
+
+// app.Complete, the lifecycle's completion step by step over a Tx, answers
+// and counts as the store's own Complete does: each item fenced on its own,
+// the job done with its result, the stats and the throughput counted.
+func testCompleteStepByStepAsTheStore(e *env) {
+	e.submitN(2, "q", "k")
+	jobs := e.claim("q", 2)
+	errs, err := app.Complete(e.ctx, e.s, []app.Completion{
+		{ID: jobs[0].ID, Lease: jobs[0].Lease, Result: []byte(`{"ok":1}`)},
+		{ID: jobs[1].ID, Lease: jobs[1].Lease + 1},
+		{ID: 999999, Lease: 1},
+		{ID: jobs[0].ID, Lease: jobs[0].Lease},
+	})
+	if err != nil || errs[0] != nil || !errors.Is(errs[1], app.ErrLeaseLost) || !errors.Is(errs[2], app.ErrNotFound) ||
+		!errors.Is(errs[3], app.ErrLeaseLost) {
+		e.t.Fatalf("complete: %v %v, want ok, lease lost, not found, lease lost", errs, err)
+	}
+	if j := e.get(jobs[0].ID); j.Status != app.StatusDone || !app.JSONEqual(j.Result, []byte(`{"ok":1}`)) || j.FinishedAt == nil {
+		e.t.Fatalf("completed job: %+v", j)
+	}
+	if j := e.get(jobs[1].ID); j.Status != app.StatusProcessing {
+		e.t.Fatalf("job completed under a stale lease: %+v", j)
+	}
+	st, err := e.s.Stats(e.ctx)
+	if err != nil || len(st) != 1 || st[0].Done != 1 || st[0].Processing != 1 || st[0].CompletedLastMinute != 1 {
+		e.t.Fatalf("stats %+v %v, want 1 done (counted in the last minute), 1 processing", st, err)
+	}
+}
