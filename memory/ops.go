@@ -75,33 +75,21 @@ func (s *Store) Stats(ctx context.Context) ([]app.QueueStats, error) {
 func (s *Store) Throughput(ctx context.Context, since time.Time) ([]app.MinuteCount, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	type key struct {
-		queue  string
-		minute int64
-	}
-	sum := map[key]*app.MinuteCount{}
+	sum := map[app.CountKey]*app.MinuteCount{} // by queue and minute
 	for k, c := range s.throughput {
-		if k.Second < since.Unix() {
-			continue
+		mk := app.CountKey{Queue: k.Queue, Second: k.Second / 60 * 60}
+		if m := sum[mk]; m != nil && k.Second >= since.Unix() {
+			m.Completed, m.Failed = m.Completed+c.Completed, m.Failed+c.Failed
+		} else if k.Second >= since.Unix() {
+			sum[mk] = &app.MinuteCount{Queue: k.Queue, Minute: time.Unix(mk.Second, 0).UTC(), Completed: c.Completed, Failed: c.Failed}
 		}
-		mk := key{k.Queue, k.Second / 60 * 60}
-		m := sum[mk]
-		if m == nil {
-			m = &app.MinuteCount{Queue: k.Queue, Minute: time.Unix(mk.minute, 0).UTC()}
-			sum[mk] = m
-		}
-		m.Completed += c.Completed
-		m.Failed += c.Failed
 	}
 	out := make([]app.MinuteCount, 0, len(sum))
 	for _, m := range sum {
 		out = append(out, *m)
 	}
 	sort.Slice(out, func(i, j int) bool {
-		if !out[i].Minute.Equal(out[j].Minute) {
-			return out[i].Minute.Before(out[j].Minute)
-		}
-		return out[i].Queue < out[j].Queue
+		return out[i].Minute.Before(out[j].Minute) || out[i].Minute.Equal(out[j].Minute) && out[i].Queue < out[j].Queue
 	})
 	return out, nil
 }

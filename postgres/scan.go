@@ -43,26 +43,17 @@ func scanJob(row pgx.Row) (*app.Job, error) {
 		&startedAt, &finishedAt); err != nil {
 		return nil, err
 	}
-	j.Payload = json.RawMessage(payload)
-	j.Status = app.Status(status)
-	j.RunAt = j.RunAt.UTC()
-	j.Timeout = app.Duration(time.Duration(timeoutMS) * time.Millisecond)
-	j.ExpiresAt = utcPtr(expiresAt)
+	j.Payload, j.Status, j.Timeout = json.RawMessage(payload), app.Status(status), app.Duration(time.Duration(timeoutMS)*time.Millisecond)
+	j.RunAt, j.CreatedAt, j.UpdatedAt = j.RunAt.UTC(), j.CreatedAt.UTC(), j.UpdatedAt.UTC()
+	j.ExpiresAt, j.LeaseExpiresAt = utcPtr(expiresAt), utcPtr(leaseExpiresAt)
+	j.StartedAt, j.FinishedAt = utcPtr(startedAt), utcPtr(finishedAt)
+	j.IdempotencyKey, j.WorkerID, j.CancelReason, j.Result = deref(idem), deref(workerID), deref(cancelReason), rawPtr(result)
 	if len(j.Tags) == 0 {
 		j.Tags = nil
 	}
-	j.IdempotencyKey = deref(idem)
-	j.LeaseExpiresAt = utcPtr(leaseExpiresAt)
-	j.WorkerID = deref(workerID)
-	j.CancelReason = deref(cancelReason)
 	if err := app.DecodeList(errs, &j.Errors); err != nil {
 		return nil, fmt.Errorf("job %d errors: %w", j.ID, err)
 	}
-	if result != nil {
-		j.Result = json.RawMessage(*result)
-	}
-	j.CreatedAt, j.UpdatedAt = j.CreatedAt.UTC(), j.UpdatedAt.UTC()
-	j.StartedAt, j.FinishedAt = utcPtr(startedAt), utcPtr(finishedAt)
 	return &j, nil
 }
 
@@ -138,17 +129,15 @@ func scanDead(row pgx.Row) (*app.DeadJob, error) {
 		&d.OriginalLease, &d.ResurrectionCount, &lastResurrects); err != nil {
 		return nil, err
 	}
-	d.Payload = json.RawMessage(payload)
+	d.Payload, d.Timeout = json.RawMessage(payload), app.Duration(time.Duration(timeoutMS)*time.Millisecond)
+	d.IdempotencyKey, d.LastResurrectionAt = deref(idem), utcPtr(lastResurrects)
+	d.OriginalCreatedAt, d.MovedAt = d.OriginalCreatedAt.UTC(), d.MovedAt.UTC()
 	if len(d.Tags) == 0 {
 		d.Tags = nil
 	}
-	d.Timeout = app.Duration(time.Duration(timeoutMS) * time.Millisecond)
 	if err := app.DecodeList(errs, &d.Errors); err != nil {
 		return nil, fmt.Errorf("dead-letter row %d errors: %w", d.ID, err)
 	}
-	d.IdempotencyKey = deref(idem)
-	d.OriginalCreatedAt, d.MovedAt = d.OriginalCreatedAt.UTC(), d.MovedAt.UTC()
-	d.LastResurrectionAt = utcPtr(lastResurrects)
 	return &d, nil
 }
 

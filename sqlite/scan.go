@@ -90,33 +90,18 @@ func scanClaimed(sc scanner, now int64, worker string, timeoutMS int64) (*app.Jo
 
 func (r *jobRow) job() (*app.Job, error) {
 	j := &r.j
-	j.Payload = json.RawMessage(r.payload)
-	j.Status = app.Status(r.status)
-	j.RunAt = fromMS(r.runAt)
-	j.Timeout = app.Duration(time.Duration(r.timeoutMS) * time.Millisecond)
-	j.ExpiresAt = fromNullMS(r.expiresAt)
+	j.Payload, j.Status, j.Timeout = json.RawMessage(r.payload), app.Status(r.status), app.Duration(time.Duration(r.timeoutMS)*time.Millisecond)
+	j.RunAt, j.CreatedAt, j.UpdatedAt = fromMS(r.runAt), fromMS(r.createdAt), fromMS(r.updatedAt)
+	j.ExpiresAt, j.LeaseExpiresAt = fromNullMS(r.expiresAt), fromNullMS(r.leaseExpiresAt)
+	j.StartedAt, j.FinishedAt = fromNullMS(r.startedAt), fromNullMS(r.finishedAt)
+	j.IdempotencyKey, j.WorkerID, j.CancelReason = r.idem.String, r.workerID.String, r.cancelReason.String
+	j.CancelRequested, j.Result, j.ReplayedFrom = r.cancelRequested != 0, nullJSON(r.result), nullInt64(r.replayedFrom)
 	if err := app.DecodeList(r.tags, &j.Tags); err != nil {
 		return nil, fmt.Errorf("job %d tags: %w", j.ID, err)
 	}
-	j.IdempotencyKey = r.idem.String
-	j.LeaseExpiresAt = fromNullMS(r.leaseExpiresAt)
-	j.WorkerID = r.workerID.String
-	j.CancelRequested = r.cancelRequested != 0
-	j.CancelReason = r.cancelReason.String
 	if err := app.DecodeList(r.errs, &j.Errors); err != nil {
 		return nil, fmt.Errorf("job %d errors: %w", j.ID, err)
 	}
-	if r.result.Valid {
-		j.Result = json.RawMessage(r.result.String)
-	}
-	if r.replayedFrom.Valid {
-		v := r.replayedFrom.Int64
-		j.ReplayedFrom = &v
-	}
-	j.CreatedAt = fromMS(r.createdAt)
-	j.UpdatedAt = fromMS(r.updatedAt)
-	j.StartedAt = fromNullMS(r.startedAt)
-	j.FinishedAt = fromNullMS(r.finishedAt)
 	return j, nil
 }
 
@@ -138,22 +123,15 @@ func scanDead(sc scanner) (*app.DeadJob, error) {
 		&d.OriginalLease, &d.ResurrectionCount, &lastResurrection); err != nil {
 		return nil, err
 	}
-	d.Payload = json.RawMessage(payload)
+	d.Payload, d.Timeout = json.RawMessage(payload), app.Duration(time.Duration(timeoutMS)*time.Millisecond)
+	d.IdempotencyKey, d.ReplayedFrom = idem.String, nullInt64(replayedFrom)
+	d.OriginalCreatedAt, d.MovedAt, d.LastResurrectionAt = fromMS(createdAt), fromMS(movedAt), fromNullMS(lastResurrection)
 	if err := app.DecodeList(tags, &d.Tags); err != nil {
 		return nil, fmt.Errorf("dead-letter row %d tags: %w", d.ID, err)
 	}
-	d.Timeout = app.Duration(time.Duration(timeoutMS) * time.Millisecond)
 	if err := app.DecodeList(errs, &d.Errors); err != nil {
 		return nil, fmt.Errorf("dead-letter row %d errors: %w", d.ID, err)
 	}
-	d.IdempotencyKey = idem.String
-	d.OriginalCreatedAt = fromMS(createdAt)
-	if replayedFrom.Valid {
-		v := replayedFrom.Int64
-		d.ReplayedFrom = &v
-	}
-	d.MovedAt = fromMS(movedAt)
-	d.LastResurrectionAt = fromNullMS(lastResurrection)
 	return &d, nil
 }
 
@@ -169,6 +147,14 @@ func nullInt(p *int64) any {
 		return nil
 	}
 	return *p
+}
+
+// nullInt64 is a nullable integer column's value (nil for NULL).
+func nullInt64(v sql.NullInt64) *int64 {
+	if !v.Valid {
+		return nil
+	}
+	return &v.Int64
 }
 
 // nullJSON is a nullable JSON column's value (nil for NULL).

@@ -398,9 +398,6 @@ func (s *Store) Wake(queue string) <-chan struct{} { return s.notify.Wait(queue)
 // Unwake implements app.Store.
 func (s *Store) Unwake(queue string, c <-chan struct{}) { s.notify.Leave(queue, c) }
 
-// DB returns the read pool, for doctor and backup.
-func (s *Store) DB() *sql.DB { return s.rdb }
-
 // mapErr turns driver errors into the app errors callers test for.
 func mapErr(err error) error {
 	var se *sqlite.Error
