@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"syscall"
 
 	"github.com/queuehq/queue/app"
+	assets "github.com/queuehq/queue/embed"
 )
 
 // Counts is what a backup holds.
@@ -25,9 +27,9 @@ func (s *Store) Backup(ctx context.Context, out string) (Counts, error) {
 		return n, fmt.Errorf("backup: %w", err)
 	}
 	defer conn.Close()
-	old := umask(0o077) // the copy holds every payload: owner only
+	old := syscall.Umask(0o077) // the copy holds every payload: owner only
 	_, err = conn.ExecContext(ctx, `VACUUM INTO ?`, out)
-	umask(old)
+	syscall.Umask(old)
 	if err != nil {
 		return n, fmt.Errorf("backup to %s: %w", out, mapErr(err))
 	}
@@ -83,9 +85,9 @@ func (s *Store) Doctor(ctx context.Context) (*app.Report, error) {
 }
 
 func latestMigration() string {
-	ms := migrationNames()
+	ms := assets.Migrations("sqlite")
 	if len(ms) == 0 {
 		return ""
 	}
-	return ms[len(ms)-1]
+	return ms[len(ms)-1].Name
 }
