@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -11,9 +12,13 @@ import (
 // DeadListInput is the query of GET /api/dlq.
 type DeadListInput struct {
 	Queue, Kind, Tag, Reason string
-	Limit                    int
-	Cursor                   string
-	Asc                      bool
+	// MovedAfter and MovedBefore, if set, bound the time of the move;
+	// Replayed, if set, keeps rows replayed at least once (true) or never.
+	MovedAfter, MovedBefore *time.Time
+	Replayed                *bool
+	Limit                   int
+	Cursor                  string
+	Asc                     bool
 }
 
 // DeadPage is one page of the dead-letter queue.
@@ -22,10 +27,22 @@ type DeadPage struct {
 	NextCursor string     `json:"next_cursor"`
 }
 
-// ListDead returns one page of dead-letter rows, newest first unless in.Asc.
+func (in *DeadListInput) filter() (DeadFilter, error) {
+	f := DeadFilter{Queue: in.Queue, Kind: in.Kind, Tag: in.Tag, Reason: in.Reason, Replayed: in.Replayed, Asc: in.Asc, Limit: in.Limit}
+	if in.MovedAfter != nil {
+		f.MovedSince = in.MovedAfter.UTC()
+	}
+	if in.MovedBefore != nil {
+		f.OlderThan = in.MovedBefore.UTC()
+	}
+	return f, validateFilter(f.Queue, f.Kind, f.Tag, f.Reason)
+}
+
+// ListDead returns one page of dead-letter rows, the newest move first
+// unless in.Asc; its cursor continues after the page's last row.
 func (s *Service) ListDead(ctx context.Context, in DeadListInput) (*DeadPage, error) {
-	f := DeadFilter{Queue: in.Queue, Kind: in.Kind, Tag: in.Tag, Reason: in.Reason, Asc: in.Asc, Limit: in.Limit}
-	if err := validateFilter(f.Queue, f.Kind, f.Tag, f.Reason); err != nil {
+	f, err := in.filter()
+	if err != nil {
 		return nil, err
 	}
 	if f.Limit == 0 {
@@ -35,11 +52,9 @@ func (s *Service) ListDead(ctx context.Context, in DeadListInput) (*DeadPage, er
 		return nil, Invalid("limit", "limit must be between 1 and 1000")
 	}
 	if in.Cursor != "" {
-		id, asc, err := DecodeCursor(in.Cursor)
-		if err != nil {
+		if f.After, f.Asc, err = DecodeDeadCursor(in.Cursor, "cursor"); err != nil {
 			return nil, err
 		}
-		f.AfterID, f.Asc = id, asc
 	}
 	rows, err := s.Store.ListDead(ctx, f)
 	if err != nil {
@@ -50,7 +65,7 @@ func (s *Service) ListDead(ctx context.Context, in DeadListInput) (*DeadPage, er
 		page.Jobs = []*DeadJob{}
 	}
 	if len(rows) == f.Limit {
-		page.NextCursor = EncodeCursor(rows[len(rows)-1].ID, f.Asc)
+		page.NextCursor = EncodeDeadCursor(rows[len(rows)-1].Key(), f.Asc)
 	}
 	return page, nil
 }
@@ -75,10 +90,11 @@ func validateFilter(queue, kind, tag, reason string) error {
 // GetDead returns dead-letter row id.
 // CountDead counts the dead-letter rows that match a list's filters.
 func (s *Service) CountDead(ctx context.Context, in DeadListInput) (int, error) {
-	if err := validateFilter(in.Queue, in.Kind, in.Tag, in.Reason); err != nil {
+	f, err := in.filter()
+	if err != nil {
 		return 0, err
 	}
-	return s.Store.CountDead(ctx, DeadFilter{Queue: in.Queue, Kind: in.Kind, Tag: in.Tag, Reason: in.Reason})
+	return s.Store.CountDead(ctx, f)
 }
 
 // DeadByIDs returns the dead-letter rows of ids that exist (at most 1,000).
@@ -125,10 +141,15 @@ func (s *Service) GetDead(ctx context.Context, id int64) (*DeadJob, error) {
 	return dead, nil
 }
 
-// ReplayInput is the body of POST /api/dlq/{id}/replay.
+// ReplayInput is the body of POST /api/dlq/{id}/replay: when the new job
+// runs, and what it takes other than its row's.
 type ReplayInput struct {
 	RunAt *time.Time `json:"run_at"`
 	Delay *Duration  `json:"delay"`
+	ReplayOverride
+	// IdempotencyKey (the request's Idempotency-Key header) makes a retried
+	// replay answer with the job the first one made.
+	IdempotencyKey string `json:"-"`
 }
 
 func (in ReplayInput) runAt(now time.Time) (time.Time, error) {
@@ -150,18 +171,48 @@ func (in ReplayInput) runAt(now time.Time) (time.Time, error) {
 }
 
 // Replay replays dead-letter row id into a fresh queued job, as actor.
+// With an idempotency key, a repeat of a finished replay answers with the
+// job it made, and one racing a running replay gets ErrOnceHeld.
 func (s *Service) Replay(ctx context.Context, id int64, in ReplayInput, actor string) (*Job, error) {
 	at, err := in.runAt(s.Clock.Now())
 	if err != nil {
 		return nil, err
 	}
-	jobs, err := Replay(ctx, s.Store, ReplayRequest{Filter: DeadFilter{IDs: []int64{id}, Limit: 1}, RunAt: at,
-		Audit: &AuditEntry{Actor: actor, Action: "dlq.replay", Target: "dead_letter " + strconv.FormatInt(id, 10)}})
+	if err := in.ReplayOverride.check(true); err != nil {
+		return nil, err
+	}
+	var rec *OnceRecord
+	if in.IdempotencyKey != "" {
+		if len(in.IdempotencyKey) > MaxKeyLength {
+			return nil, Invalid("Idempotency-Key", "the Idempotency-Key header is longer than %d bytes", MaxKeyLength)
+		}
+		if rec, err = OnceAcquire(ctx, s.Store, "dlq.replay "+strconv.FormatInt(id, 10)+" "+in.IdempotencyKey, time.Minute); err != nil {
+			return nil, err
+		}
+		var done struct{ JobID int64 }
+		if !rec.Acquired && json.Unmarshal(rec.Result, &done) == nil {
+			return s.Get(ctx, done.JobID, 0, false)
+		}
+	}
+	override := &in.ReplayOverride
+	target := "dead_letter " + strconv.FormatInt(id, 10)
+	var filter json.RawMessage
+	if set := auditOverride(override); set != nil {
+		filter, _ = json.Marshal(map[string]any{"set": set})
+	}
+	jobs, err := Replay(ctx, s.Store, ReplayRequest{Filter: DeadFilter{IDs: []int64{id}, Limit: 1}, RunAt: at, Override: override,
+		Audit: &AuditEntry{Actor: actor, Action: "dlq.replay", Target: target, Filter: filter}})
 	if err != nil {
 		return nil, err
 	}
 	if len(jobs) == 0 {
 		return nil, ErrNotFound
+	}
+	if rec != nil {
+		res, _ := json.Marshal(struct{ JobID int64 }{jobs[0].ID})
+		if _, err := OnceDone(context.WithoutCancel(ctx), s.Store, rec.Key, rec.Token, res); err != nil {
+			return nil, err
+		}
 	}
 	return jobs[0], nil
 }
@@ -175,23 +226,44 @@ func (s *Service) Purge(ctx context.Context, id int64, actor string) error {
 
 // BulkInput is the body of the bulk DLQ actions and of drain.
 type BulkInput struct {
-	Queue     string     `json:"queue,omitempty"`
-	Kind      string     `json:"kind,omitempty"`
-	Tag       string     `json:"tag,omitempty"`
-	Reason    string     `json:"reason,omitempty"`     // replay and purge
-	OlderThan *Duration  `json:"older_than,omitempty"` // purge: rows moved longer ago than this
-	AllowAll  bool       `json:"allow_all,omitempty"`
-	DryRun    bool       `json:"dry_run,omitempty"`
-	Rate      float64    `json:"rate,omitempty"` // replay: new jobs per second
-	RunAt     *time.Time `json:"run_at,omitempty"`
-	Delay     *Duration  `json:"delay,omitempty"`
+	// The rows (or, for move, jobs) acted on: at least one of IDs, Queue,
+	// Kind or Tag, or AllowAll.
+	IDs      []int64 `json:"ids,omitempty"`
+	Queue    string  `json:"queue,omitempty"`
+	Kind     string  `json:"kind,omitempty"`
+	Tag      string  `json:"tag,omitempty"`
+	AllowAll bool    `json:"allow_all,omitempty"`
+	// Narrowing only (replay, purge): the DLQ reason, the time of the move.
+	Reason      string     `json:"reason,omitempty"`
+	OlderThan   *Duration  `json:"older_than,omitempty"`
+	MovedAfter  *time.Time `json:"moved_after,omitempty"`
+	MovedBefore *time.Time `json:"moved_before,omitempty"`
+	// IncludeReplayed lets a bulk replay take rows replayed before (it
+	// skips them otherwise, so a repeated "replay all" makes no second job).
+	IncludeReplayed bool `json:"include_replayed,omitempty"`
+	// Bound is a dry run's bound: the confirmed action takes no row (job)
+	// that arrived after the dry run counted.
+	Bound  string  `json:"bound,omitempty"`
+	DryRun bool    `json:"dry_run,omitempty"`
+	Rate   float64 `json:"rate,omitempty"` // replay: new jobs per second
+	// Set overrides what the replayed jobs get from their rows.
+	Set   *ReplayOverride `json:"set,omitempty"`
+	RunAt *time.Time      `json:"run_at,omitempty"`
+	Delay *Duration       `json:"delay,omitempty"`
+	// Move: the statuses a job may have (queued, scheduled, cancelled; the
+	// default queued and scheduled), and the operator's note on the rows
+	// (reason is taken as the note too).
+	Statuses []string `json:"statuses,omitempty"`
+	Note     string   `json:"note,omitempty"`
 }
 
 // BulkResult answers a bulk action: how many rows it touched (or would
-// touch, with DryRun, plus a sample of up to 10 of them).
+// touch, with DryRun, plus a sample of up to 10 of them and the bound to
+// confirm with).
 type BulkResult struct {
 	Count  int        `json:"count"`
 	DryRun bool       `json:"dry_run,omitempty"`
+	Bound  string     `json:"bound,omitempty"`
 	Sample []*DeadJob `json:"sample,omitempty"`
 	Jobs   []*Job     `json:"sample_jobs,omitempty"`
 }
@@ -203,59 +275,114 @@ const (
 	BulkMove   = "move"
 )
 
+// MaxNote is the longest operator's note an admin move keeps.
+const MaxNote = 1024
+
 func (in *BulkInput) check(action string) error {
+	if action == BulkMove && in.Note == "" {
+		in.Note, in.Reason = in.Reason, "" // move's reason is the operator's text
+	}
 	if err := validateFilter(in.Queue, in.Kind, in.Tag, in.Reason); err != nil {
 		return err
 	}
-	if action == BulkMove && in.Reason != "" {
-		return Invalid("reason", "move takes queue, kind and tag (queued jobs have no reason)")
+	if len(in.IDs) > 1000 {
+		return Invalid("ids", "at most 1000 ids at once")
 	}
-	if in.OlderThan != nil && (action != BulkPurge || *in.OlderThan < 0) {
-		return Invalid("older_than", "older_than is for purge, and positive")
+	if len(in.Note) > MaxNote || (in.Note != "" && action != BulkMove) {
+		return Invalid("note", "note is for move, at most %d bytes", MaxNote)
+	}
+	if action != BulkMove && len(in.Statuses) > 0 {
+		return Invalid("statuses", "statuses are for move")
+	}
+	for _, st := range in.Statuses {
+		if st != "queued" && st != "scheduled" && st != "cancelled" {
+			return Invalid("statuses", "a job moves from queued, scheduled or cancelled, not %q", clip(st))
+		}
+	}
+	if in.OlderThan != nil && (action == BulkMove || *in.OlderThan < 0) {
+		return Invalid("older_than", "older_than is for replay and purge, and positive")
+	}
+	if (in.MovedAfter != nil || in.MovedBefore != nil) && action == BulkMove {
+		return Invalid("moved_after", "moved_after and moved_before are for replay and purge")
 	}
 	if in.Rate < 0 || in.Rate > 1e6 || (in.Rate > 0 && action != BulkReplay) {
 		return Invalid("rate", "rate is for replay: new jobs per second, positive")
 	}
-	if in.Queue == "" && in.Kind == "" && in.Tag == "" && in.Reason == "" && in.OlderThan == nil && !in.AllowAll {
+	if (in.Set != nil || in.IncludeReplayed) && action != BulkReplay {
+		return Invalid("set", "set and include_replayed are for replay")
+	}
+	if err := in.Set.check(false); err != nil {
+		return err
+	}
+	if len(in.IDs) == 0 && in.Queue == "" && in.Kind == "" && in.Tag == "" && !in.AllowAll {
 		return ErrFilterRequired
 	}
 	return nil
 }
 
-func (in *BulkInput) deadFilter(now time.Time) DeadFilter {
-	f := DeadFilter{Queue: in.Queue, Kind: in.Kind, Tag: in.Tag, Reason: in.Reason}
+func (in *BulkInput) deadFilter(now time.Time) (DeadFilter, error) {
+	f := DeadFilter{IDs: in.IDs, Queue: in.Queue, Kind: in.Kind, Tag: in.Tag, Reason: in.Reason}
 	if in.OlderThan != nil {
 		f.OlderThan = now.Add(-in.OlderThan.D())
 	}
-	return f
+	if in.MovedBefore != nil && (f.OlderThan.IsZero() || in.MovedBefore.Before(f.OlderThan)) {
+		f.OlderThan = in.MovedBefore.UTC()
+	}
+	if in.MovedAfter != nil {
+		f.MovedSince = in.MovedAfter.UTC()
+	}
+	if !in.IncludeReplayed {
+		never := false
+		f.Replayed = &never
+	}
+	if in.Bound != "" {
+		k, _, err := DecodeDeadCursor(in.Bound, "bound")
+		if err != nil {
+			return f, err
+		}
+		f.Upto = k
+	}
+	return f, nil
 }
 
 func (in *BulkInput) auditFilter() json.RawMessage {
 	b, _ := json.Marshal(struct {
-		Queue     string    `json:"queue,omitempty"`
-		Kind      string    `json:"kind,omitempty"`
-		Tag       string    `json:"tag,omitempty"`
-		Reason    string    `json:"reason,omitempty"`
-		OlderThan *Duration `json:"older_than,omitempty"`
-		AllowAll  bool      `json:"allow_all,omitempty"`
-		Rate      float64   `json:"rate,omitempty"`
-	}{in.Queue, in.Kind, in.Tag, in.Reason, in.OlderThan, in.AllowAll, in.Rate})
+		IDs             []int64        `json:"ids,omitempty"`
+		Queue           string         `json:"queue,omitempty"`
+		Kind            string         `json:"kind,omitempty"`
+		Tag             string         `json:"tag,omitempty"`
+		Reason          string         `json:"reason,omitempty"`
+		OlderThan       *Duration      `json:"older_than,omitempty"`
+		MovedAfter      *time.Time     `json:"moved_after,omitempty"`
+		MovedBefore     *time.Time     `json:"moved_before,omitempty"`
+		AllowAll        bool           `json:"allow_all,omitempty"`
+		IncludeReplayed bool           `json:"include_replayed,omitempty"`
+		Bound           string         `json:"bound,omitempty"`
+		Rate            float64        `json:"rate,omitempty"`
+		Set             map[string]any `json:"set,omitempty"`
+		Statuses        []string       `json:"statuses,omitempty"`
+		Note            string         `json:"note,omitempty"`
+	}{in.IDs, in.Queue, in.Kind, in.Tag, in.Reason, in.OlderThan, in.MovedAfter, in.MovedBefore, in.AllowAll,
+		in.IncludeReplayed, in.Bound, in.Rate, auditOverride(in.Set), in.Statuses, in.Note})
 	return b
 }
 
-// BulkDead runs a bulk replay, purge or move (queued jobs into the DLQ)
-// for actor. It needs a filter or AllowAll (else ErrFilterRequired), works
-// in transactions of at most BulkBatch rows so other writers never wait
-// long, acts only on rows that existed when it started, and records one
-// audit entry with the count. It runs to the end even if ctx is cancelled,
-// so a client that goes away leaves a whole, audited action.
+// BulkDead runs a bulk replay, purge or move (jobs into the DLQ) for actor.
+// It needs ids, a queue, kind or tag, or AllowAll (else
+// ErrFilterRequired); the other filters only narrow. It works in
+// transactions of at most BulkBatch rows so other writers never wait long,
+// acts only on rows that existed when it started (or when the dry run
+// whose bound it carries counted), skips rows replayed before unless
+// asked, and records one audit entry with the count. It runs to the end
+// even if ctx is cancelled, so a client that goes away leaves a whole,
+// audited action.
 func (s *Service) BulkDead(ctx context.Context, action string, in BulkInput, actor string) (*BulkResult, error) {
 	if err := in.check(action); err != nil {
 		return nil, err
 	}
 	now := s.Clock.Now()
 	if action == BulkMove {
-		return s.bulkJobs(ctx, action, JobFilter{Queue: in.Queue, Kind: in.Kind, Tag: in.Tag}, in, actor)
+		return s.bulkJobs(ctx, action, JobFilter{IDs: in.IDs, Queue: in.Queue, Kind: in.Kind, Tag: in.Tag}, in, actor)
 	}
 	if action != BulkReplay && action != BulkPurge {
 		return nil, Invalid("action", "unknown bulk action %q", action)
@@ -264,7 +391,24 @@ func (s *Service) BulkDead(ctx context.Context, action string, in BulkInput, act
 	if err != nil {
 		return nil, err
 	}
-	f := in.deadFilter(now)
+	f, err := in.deadFilter(now)
+	if err != nil {
+		return nil, err
+	}
+	if action == BulkPurge {
+		f.Replayed = nil // a purge takes replayed rows too
+	}
+	top, err := s.Store.ListDead(context.WithoutCancel(ctx), DeadFilter{IDs: f.IDs, Queue: f.Queue, Kind: f.Kind, Tag: f.Tag, Reason: f.Reason,
+		OlderThan: f.OlderThan, MovedSince: f.MovedSince, Replayed: f.Replayed, Upto: f.Upto, Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	if len(top) == 0 && in.DryRun {
+		return &BulkResult{DryRun: true}, nil
+	}
+	if len(top) > 0 {
+		f.Upto = top[0].Key()
+	}
 	if in.DryRun {
 		n, err := s.Store.CountDead(ctx, f)
 		if err != nil {
@@ -275,48 +419,42 @@ func (s *Service) BulkDead(ctx context.Context, action string, in BulkInput, act
 		if err != nil {
 			return nil, err
 		}
-		return &BulkResult{Count: n, DryRun: true, Sample: sample}, nil
+		return &BulkResult{Count: n, DryRun: true, Bound: EncodeDeadCursor(f.Upto, false), Sample: sample}, nil
 	}
 	ctx = context.WithoutCancel(ctx)
-	top, err := s.Store.ListDead(ctx, DeadFilter{Queue: f.Queue, Kind: f.Kind, Tag: f.Tag, Reason: f.Reason, OlderThan: f.OlderThan, Limit: 1})
-	if err != nil {
-		return nil, err
-	}
 	total := 0
-	if len(top) > 0 {
-		f.MaxID, f.Asc, f.Limit = top[0].ID, true, BulkBatch
-		var spacing time.Duration
-		if in.Rate > 0 {
-			spacing = time.Duration(float64(time.Second) / in.Rate)
-		}
-		for {
-			var n int
-			var last int64
-			if action == BulkReplay {
-				jobs, err := Replay(ctx, s.Store, ReplayRequest{Filter: f, RunAt: start.Add(spacing * time.Duration(total)), Spacing: spacing})
-				if err != nil {
-					return &BulkResult{Count: total}, err
-				}
-				n = len(jobs)
-				if n > 0 {
-					last = *jobs[n-1].ReplayedFrom
-				}
-			} else {
-				ids, err := Purge(ctx, s.Store, f, nil)
-				if err != nil {
-					return &BulkResult{Count: total}, err
-				}
-				n = len(ids)
-				if n > 0 {
-					last = ids[n-1]
-				}
+	f.Asc, f.Limit = true, BulkBatch
+	var spacing time.Duration
+	if in.Rate > 0 {
+		spacing = time.Duration(float64(time.Second) / in.Rate)
+	}
+	for len(top) > 0 {
+		var n int
+		var last int64
+		if action == BulkReplay {
+			jobs, err := Replay(ctx, s.Store, ReplayRequest{Filter: f, RunAt: start.Add(spacing * time.Duration(total)), Spacing: spacing, Override: in.Set})
+			if err != nil {
+				return &BulkResult{Count: total}, err
 			}
-			total += n
-			if n < BulkBatch {
-				break
+			n = len(jobs)
+			if n > 0 {
+				last = *jobs[n-1].ReplayedFrom
 			}
-			f.AfterID = last
+		} else {
+			ids, err := Purge(ctx, s.Store, f, nil)
+			if err != nil {
+				return &BulkResult{Count: total}, err
+			}
+			n = len(ids)
+			if n > 0 {
+				last = ids[n-1]
+			}
 		}
+		total += n
+		if n < BulkBatch {
+			break
+		}
+		f.AfterID = last
 	}
 	if err := RecordAudit(ctx, s.Store, AuditEntry{Actor: actor, Action: "dlq." + action, Filter: in.auditFilter(), Count: total}); err != nil {
 		return &BulkResult{Count: total}, err
@@ -324,45 +462,66 @@ func (s *Service) BulkDead(ctx context.Context, action string, in BulkInput, act
 	return &BulkResult{Count: total}, nil
 }
 
-// bulkJobs runs a bulk action over queued jobs: move to the DLQ, or drain.
+// bulkJobs runs a bulk action over jobs: move to the DLQ (queued and
+// scheduled jobs, or the statuses asked for), or drain (queued jobs).
 func (s *Service) bulkJobs(ctx context.Context, action string, f JobFilter, in BulkInput, actor string) (*BulkResult, error) {
 	f.StatusIn = []Status{StatusQueued}
+	if action == BulkMove && len(in.Statuses) == 0 && len(in.IDs) > 0 {
+		in.Statuses = []string{"queued", "cancelled"} // jobs named by id move from any status that may
+	}
+	if slices.Contains(in.Statuses, "cancelled") {
+		f.StatusIn = []Status{StatusCancelled}
+		if slices.Contains(in.Statuses, "queued") || slices.Contains(in.Statuses, "scheduled") {
+			f.StatusIn = append(f.StatusIn, StatusQueued)
+		}
+	}
+	if in.Bound != "" {
+		id, _, err := DecodeCursor(in.Bound)
+		if err != nil {
+			return nil, Invalid("bound", "bound is not one this server made; run the dry run again")
+		}
+		f.MaxID = id
+	}
+	top, err := s.Store.List(context.WithoutCancel(ctx), JobFilter{IDs: f.IDs, Queue: f.Queue, Kind: f.Kind, Tag: f.Tag, StatusIn: f.StatusIn, MaxID: f.MaxID, Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	if len(top) > 0 {
+		f.MaxID = top[0].ID
+	}
 	if in.DryRun {
 		n, err := s.Store.CountJobs(ctx, f)
-		if err != nil {
-			return nil, err
+		if err != nil || n == 0 {
+			return &BulkResult{DryRun: true}, err
 		}
 		f.Limit = 10
 		sample, err := s.Store.List(ctx, f)
 		if err != nil {
 			return nil, err
 		}
-		return &BulkResult{Count: n, DryRun: true, Jobs: sample}, nil
+		return &BulkResult{Count: n, DryRun: true, Bound: EncodeCursor(f.MaxID, false), Jobs: sample}, nil
+	}
+	if len(in.IDs) == 1 && len(top) == 0 {
+		return nil, s.cannotMove(ctx, in.IDs[0])
 	}
 	ctx = context.WithoutCancel(ctx)
-	top, err := s.Store.List(ctx, JobFilter{Queue: f.Queue, Kind: f.Kind, Tag: f.Tag, StatusIn: f.StatusIn, Limit: 1})
-	if err != nil {
-		return nil, err
-	}
 	total := 0
-	if len(top) > 0 {
-		f.MaxID, f.Asc, f.Limit = top[0].ID, true, BulkBatch
-		for {
-			var ids []int64
-			if action == BulkMove {
-				ids, err = MoveToDead(ctx, s.Store, f, nil)
-			} else {
-				ids, err = Drain(ctx, s.Store, f, nil)
-			}
-			if err != nil {
-				return &BulkResult{Count: total}, err
-			}
-			total += len(ids)
-			if len(ids) < BulkBatch {
-				break
-			}
-			f.AfterID = ids[len(ids)-1]
+	f.Asc, f.Limit = true, BulkBatch
+	for len(top) > 0 {
+		var ids []int64
+		if action == BulkMove {
+			ids, err = MoveToDead(ctx, s.Store, f, in.Note, nil)
+		} else {
+			ids, err = Drain(ctx, s.Store, f, nil)
 		}
+		if err != nil {
+			return &BulkResult{Count: total}, err
+		}
+		total += len(ids)
+		if len(ids) < BulkBatch {
+			break
+		}
+		f.AfterID = ids[len(ids)-1]
 	}
 	name := "dlq.move"
 	if action != BulkMove {
@@ -372,6 +531,19 @@ func (s *Service) bulkJobs(ctx context.Context, action string, f JobFilter, in B
 		return &BulkResult{Count: total}, err
 	}
 	return &BulkResult{Count: total}, nil
+}
+
+// cannotMove says why job id, named alone, cannot move to the DLQ.
+func (s *Service) cannotMove(ctx context.Context, id int64) error {
+	job, dead, err := s.Store.Lookup(ctx, id)
+	switch {
+	case err != nil:
+		return err
+	case dead != nil:
+		return fmt.Errorf("job %d is in the dead-letter queue already: %w", id, ErrIllegalTransition)
+	}
+	return fmt.Errorf("job %d is %s; a job moves to the dead-letter queue from queued, scheduled or cancelled (statuses): %w",
+		id, job.Status, ErrIllegalTransition)
 }
 
 // Drain cancels every queued job of queue (reason drained), as actor.

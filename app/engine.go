@@ -51,6 +51,20 @@ func Complete(ctx context.Context, w Writer, items []Completion) ([]error, error
 	return errs, nil
 }
 
+// keyFree checks that the idempotency key a replay of dead-letter row id
+// carries to nj is not held in nj's queue by another job or row.
+func keyFree(tx Tx, nj *NewJob, id int64) error {
+	if nj.IdempotencyKey == "" {
+		return nil
+	}
+	holder, err := tx.ByKey(nj.Queue, nj.IdempotencyKey)
+	if err != nil || holder == nil || holder.ID == id {
+		return err
+	}
+	return fmt.Errorf("%w: key %q in queue %q belongs to job %d; the replay of dead-letter row %d cannot take it",
+		ErrIdempotencyConflict, nj.IdempotencyKey, nj.Queue, holder.ID, id)
+}
+
 // RecordAudit stores an admin action of its own (one that moved no job:
 // those record theirs in their own transaction).
 func RecordAudit(ctx context.Context, w Writer, e AuditEntry) error {
@@ -185,7 +199,13 @@ func failAttempt(tx Tx, j *Job, msg string, retry, leaseExpired bool, retryIn ti
 // reason: the dead-letter row first, then the job's deletion, both in tx,
 // so a reader finds the job in exactly one of the two.
 func MoveToDeadTx(tx Tx, j *Job, reason string) (*DeadJob, error) {
+	return moveToDead(tx, j, reason, "")
+}
+
+// moveToDead is MoveToDeadTx with an operator's note kept on the row.
+func moveToDead(tx Tx, j *Job, reason, note string) (*DeadJob, error) {
 	d := DeadFromJob(j, reason, tx.Now())
+	d.Note = note
 	if err := tx.InsertDead(d); err != nil {
 		return nil, fmt.Errorf("dead-letter job %d: %w", j.ID, err)
 	}
@@ -338,9 +358,9 @@ func RecoverStale(ctx context.Context, w Writer, limit int, backoff BackoffFunc)
 
 // MoveToDead moves the queued jobs of f (at most f.Limit) to the
 // dead-letter queue with reason admin_move, in one transaction, audited.
-func MoveToDead(ctx context.Context, w Writer, f JobFilter, audit *AuditEntry) ([]int64, error) {
+func MoveToDead(ctx context.Context, w Writer, f JobFilter, note string, audit *AuditEntry) ([]int64, error) {
 	ids, err := eachQueued(ctx, w, f, audit, func(tx Tx, j *Job) error {
-		_, err := MoveToDeadTx(tx, j, ReasonAdminMove)
+		_, err := moveToDead(tx, j, ReasonAdminMove, note)
 		return err
 	})
 	if err != nil {
@@ -369,7 +389,9 @@ func eachQueued(ctx context.Context, w Writer, f JobFilter, audit *AuditEntry, f
 	var ids []int64
 	err := w.Write(ctx, func(tx Tx) error {
 		ids = nil
-		f.Status, f.StatusIn = "", []Status{StatusQueued}
+		if f.Status = ""; len(f.StatusIn) == 0 {
+			f.StatusIn = []Status{StatusQueued}
+		}
 		jobs, err := tx.Jobs(f)
 		if err != nil {
 			return err
@@ -484,12 +506,18 @@ func Replay(ctx context.Context, w Writer, req ReplayRequest) ([]*Job, error) {
 		jobs := make([]*NewJob, len(rows))
 		for i, d := range rows {
 			nj := ReplayJob(d, start.Add(req.Spacing*time.Duration(i)))
+			if err := req.Override.apply(&nj); err != nil {
+				return fmt.Errorf("dead-letter row %d: %w", d.ID, err)
+			}
+			if err := keyFree(tx, &nj, d.ID); err != nil {
+				return err
+			}
 			jobs[i] = &nj
 		}
 		if out, err = tx.Insert(jobs...); err != nil {
 			return err
 		}
-		if err := tx.Resurrected(rows); err != nil {
+		if err := tx.Resurrected(rows, out); err != nil {
 			return err
 		}
 		for i, d := range rows {

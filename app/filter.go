@@ -29,6 +29,11 @@ const (
 	OpGe  Op = ">="
 	OpIn  Op = "in"  // the field equals one of the values
 	OpHas Op = "has" // the field (a list: tags) holds the value
+	// The key operators compare a dead-letter row's place in the listing,
+	// (moved_to_dead_letter_at, id), with a *DeadKey.
+	OpKeyLt Op = "key<"
+	OpKeyLe Op = "key<="
+	OpKeyGt Op = "key>"
 )
 
 // Conds is f as conditions on jobs at time now (what "queued" and
@@ -69,6 +74,19 @@ func (f DeadFilter) Conds() []Cond {
 	if !f.MovedSince.IsZero() {
 		c = append(c, Cond{"moved_to_dead_letter_at", OpGe, f.MovedSince})
 	}
+	if f.Replayed != nil && *f.Replayed {
+		c = append(c, Cond{"resurrection_count", OpGt, int64(0)})
+	} else if f.Replayed != nil {
+		c = append(c, Cond{"resurrection_count", OpEq, int64(0)})
+	}
+	if f.Upto != nil {
+		c = append(c, Cond{"moved_to_dead_letter_at", OpKeyLe, f.Upto})
+	}
+	if f.After != nil && f.Asc {
+		c = append(c, Cond{"moved_to_dead_letter_at", OpKeyGt, f.After})
+	} else if f.After != nil {
+		c = append(c, Cond{"moved_to_dead_letter_at", OpKeyLt, f.After})
+	}
 	return c
 }
 
@@ -104,15 +122,22 @@ func common(ids []int64, queue, kind, tag string, maxID, afterID int64, asc bool
 // value of a named field (an int64, string, time.Time or []string).
 func Match(conds []Cond, field func(name string) any) bool {
 	for _, c := range conds {
-		if !c.holds(field(c.Field)) {
+		if !c.holds(field(c.Field), field) {
 			return false
 		}
 	}
 	return true
 }
 
-func (c Cond) holds(v any) bool {
+func (c Cond) holds(v any, field func(string) any) bool {
 	switch c.Op {
+	case OpKeyLt, OpKeyLe, OpKeyGt:
+		k := c.Value.(*DeadKey)
+		cmp := v.(time.Time).Compare(k.MovedAt)
+		if cmp == 0 {
+			cmp = compare(field("id"), k.ID)
+		}
+		return (c.Op == OpKeyLt && cmp < 0) || (c.Op == OpKeyLe && cmp <= 0) || (c.Op == OpKeyGt && cmp > 0)
 	case OpIn:
 		switch in := c.Value.(type) {
 		case []int64:

@@ -80,6 +80,16 @@ type DeadJob struct {
 	OriginalLease      int64           `json:"original_lease"`
 	ResurrectionCount  int             `json:"resurrection_count"`
 	LastResurrectionAt *time.Time      `json:"last_resurrection_at"`
+	// The failed attempt, as the job row had it: when it started, when the
+	// job was due, and the worker that held it.
+	StartedAt *time.Time `json:"started_at"`
+	RunAt     *time.Time `json:"run_at"`
+	WorkerID  string     `json:"worker_id"`
+	// Note is an operator's reason for an admin move.
+	Note string `json:"note"`
+	// ReplayedJobID is the last job a replay made from this row; the
+	// idempotency key, if any, went with it.
+	ReplayedJobID *int64 `json:"replayed_job_id"`
 }
 
 // DeadLetterInfo is the dead_letter object of a job shown through GET /api/jobs/{id}.
@@ -91,6 +101,8 @@ type DeadLetterInfo struct {
 	OriginalCreatedAt  time.Time  `json:"original_created_at"`
 	ResurrectionCount  int        `json:"resurrection_count"`
 	LastResurrectionAt *time.Time `json:"last_resurrection_at"`
+	Note               string     `json:"note"`
+	ReplayedJobID      *int64     `json:"replayed_job_id"`
 }
 
 // AsJob shows d as the job it was, with status dead_letter.
@@ -100,12 +112,13 @@ func (d *DeadJob) AsJob() *Job {
 		Status: StatusDeadLetter, Priority: d.Priority, RunAt: d.OriginalCreatedAt,
 		Attempts: d.Attempts, MaxAttempts: d.MaxAttempts, Timeout: d.Timeout,
 		Tags: d.Tags, IdempotencyKey: d.IdempotencyKey, Lease: d.OriginalLease,
-		Errors: d.Errors, ReplayedFrom: d.ReplayedFrom,
+		Errors: d.Errors, ReplayedFrom: d.ReplayedFrom, WorkerID: d.WorkerID, StartedAt: d.StartedAt,
 		CreatedAt: d.OriginalCreatedAt, UpdatedAt: d.MovedAt, FinishedAt: &d.MovedAt,
 		DeadLetter: &DeadLetterInfo{
 			Reason: d.Reason, LastError: d.LastError, MovedAt: d.MovedAt,
 			OriginalLease: d.OriginalLease, OriginalCreatedAt: d.OriginalCreatedAt,
 			ResurrectionCount: d.ResurrectionCount, LastResurrectionAt: d.LastResurrectionAt,
+			Note: d.Note, ReplayedJobID: d.ReplayedJobID,
 		},
 	}
 }
@@ -295,9 +308,12 @@ func (d DeadJob) MarshalJSON() ([]byte, error) {
 		OriginalCreatedAt  string  `json:"original_created_at"`
 		MovedAt            string  `json:"moved_to_dead_letter_at"`
 		LastResurrectionAt *string `json:"last_resurrection_at"`
+		StartedAt          *string `json:"started_at"`
+		RunAt              *string `json:"run_at"`
 	}{
 		plain: plain(d), Status: StatusDeadLetter, OriginalCreatedAt: FormatTime(d.OriginalCreatedAt),
 		MovedAt: FormatTime(d.MovedAt), LastResurrectionAt: fmtPtr(d.LastResurrectionAt),
+		StartedAt: fmtPtr(d.StartedAt), RunAt: fmtPtr(d.RunAt),
 	}
 	fillJSONDefaults(&w.plain.Payload, &w.plain.Tags, &w.plain.Errors)
 	return json.Marshal(w)
@@ -380,6 +396,7 @@ func (d *DeadJob) Clone() *DeadJob {
 	c := *d
 	c.Payload, c.Tags, c.Errors = slices.Clone(d.Payload), slices.Clone(d.Tags), slices.Clone(d.Errors)
 	c.LastResurrectionAt, c.ReplayedFrom = clonePtr(d.LastResurrectionAt), clonePtr(d.ReplayedFrom)
+	c.StartedAt, c.RunAt, c.ReplayedJobID = clonePtr(d.StartedAt), clonePtr(d.RunAt), clonePtr(d.ReplayedJobID)
 	return &c
 }
 

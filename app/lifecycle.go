@@ -143,6 +143,7 @@ func TruncateString(s string, n int) string {
 
 // DeadFromJob builds the dead-letter row for job, moved now for reason.
 func DeadFromJob(job *Job, reason string, now time.Time) *DeadJob {
+	runAt := job.RunAt
 	last := ""
 	if n := len(job.Errors); n > 0 {
 		last = job.Errors[n-1].Error
@@ -154,17 +155,19 @@ func DeadFromJob(job *Job, reason string, now time.Time) *DeadJob {
 		IdempotencyKey: job.IdempotencyKey, OriginalCreatedAt: job.CreatedAt,
 		ReplayedFrom: job.ReplayedFrom, Reason: reason, LastError: last,
 		MovedAt: now, OriginalLease: job.Lease,
+		StartedAt: job.StartedAt, RunAt: &runAt, WorkerID: job.WorkerID,
 	}
 }
 
 // ReplayJob is the fresh job a replay of d inserts: attempts 0, same queue,
-// kind, payload, priority, tags, max_attempts and timeout, replayed_from d.
+// kind, payload, priority, tags, max_attempts, timeout and idempotency key
+// (a client retrying with its key finds the live job), replayed_from d.
 func ReplayJob(d *DeadJob, runAt time.Time) NewJob {
 	from := d.ID
 	return NewJob{
 		Queue: d.Queue, Kind: d.Kind, Payload: d.Payload, Priority: d.Priority,
 		RunAt: runAt, MaxAttempts: d.MaxAttempts, Timeout: d.Timeout.D(),
-		Tags: d.Tags, ReplayedFrom: &from,
+		Tags: d.Tags, IdempotencyKey: d.IdempotencyKey, ReplayedFrom: &from,
 	}
 }
 

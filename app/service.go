@@ -205,13 +205,15 @@ func (s *Service) List(ctx context.Context, in ListInput) (*JobPage, error) {
 	}
 	page := &JobPage{Jobs: []*Job{}}
 	if in.Status == string(StatusDeadLetter) {
-		rows, err := s.Store.ListDead(ctx, DeadFilter{Queue: f.Queue, Kind: f.Kind, Tag: f.Tag, AfterID: f.AfterID, Asc: f.Asc, Limit: f.Limit})
+		dp, err := s.ListDead(ctx, DeadListInput{Queue: f.Queue, Kind: f.Kind, Tag: f.Tag, Limit: f.Limit, Cursor: in.Cursor, Asc: in.Asc})
 		if err != nil {
 			return nil, err
 		}
-		for _, d := range rows {
+		for _, d := range dp.Jobs {
 			page.Jobs = append(page.Jobs, d.AsJob())
 		}
+		page.NextCursor = dp.NextCursor
+		return page, nil
 	} else if page.Jobs, err = s.Store.List(ctx, f); err != nil {
 		return nil, err
 	}
@@ -250,7 +252,7 @@ func (in ListInput) filter() (JobFilter, error) {
 	if f.Limit < 1 || f.Limit > 1000 {
 		return f, Invalid("limit", "limit must be between 1 and 1000")
 	}
-	if in.Cursor != "" {
+	if in.Cursor != "" && f.Status != string(StatusDeadLetter) { // the DLQ's cursor is its own (ListDead)
 		id, asc, err := DecodeCursor(in.Cursor)
 		if err != nil {
 			return f, err

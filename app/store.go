@@ -86,10 +86,24 @@ type JobStore interface {
 
 // DeadLetterStore reads and acts on the dead-letter queue.
 type DeadLetterStore interface {
-	// ListDead returns dead-letter rows matching f in id order.
+	// ListDead returns dead-letter rows matching f as listed: by the time
+	// of the move, then id, newest first unless f.Asc.
 	ListDead(ctx context.Context, f DeadFilter) ([]*DeadJob, error)
 	// CountDead counts dead-letter rows matching f (cursor fields ignored).
 	CountDead(ctx context.Context, f DeadFilter) (int, error)
+	// DeadGroups counts the dead-letter rows per queue, kind, reason and
+	// day of the move (UTC).
+	DeadGroups(ctx context.Context) ([]DeadGroup, error)
+}
+
+// DeadGroup counts the dead-letter rows of one queue, kind, reason and day.
+type DeadGroup struct {
+	Queue, Kind, Reason string
+	Day                 string // of the move, UTC: 2006-01-02
+	Rows                int64
+	Replayed            int64     // rows replayed at least once
+	Replays             int64     // replays of the rows in all
+	Oldest              time.Time // the earliest move
 }
 
 // QueueStore keeps the queues' state and counts.
@@ -292,7 +306,9 @@ type ReplayRequest struct {
 	// one is Spacing later (for bulk replay at a rate).
 	RunAt   time.Time
 	Spacing time.Duration
-	Audit   *AuditEntry
+	// Override, if set, changes what the new jobs get from their rows.
+	Override *ReplayOverride
+	Audit    *AuditEntry
 }
 
 // JobFilter selects jobs. Zero fields match everything.
@@ -328,16 +344,33 @@ type DeadFilter struct {
 	// OlderThan, if not zero, matches rows moved before it; MovedSince,
 	// rows moved at it or later.
 	OlderThan, MovedSince time.Time
-	AfterID               int64
-	MaxID                 int64
-	Asc                   bool
-	Limit                 int
+	// Replayed, if set, matches rows replayed at least once (true) or never
+	// (false).
+	Replayed *bool
+	// After continues a listing (ListDead, by the time of the move) after
+	// this row, in the listing's order; Upto, if set, matches only rows
+	// moved at or before it (a dry run's bound).
+	After, Upto *DeadKey
+	// AfterID and MaxID page and bound the bulk steps (Tx.Dead,
+	// Tx.DeleteDead), which go in id order.
+	AfterID int64
+	MaxID   int64
+	Asc     bool
+	Limit   int
 }
 
-// Empty reports whether f selects by nothing but ids/paging.
-func (f DeadFilter) Empty() bool {
-	return f.Queue == "" && f.Kind == "" && f.Tag == "" && f.Reason == "" && f.OlderThan.IsZero()
+// DeadKey is where a dead-letter row stands in the listing, which is by the
+// time of the move and then by id.
+type DeadKey struct {
+	MovedAt time.Time
+	ID      int64
 }
+
+// Key is d's place in the listing.
+func (d *DeadJob) Key() *DeadKey { return &DeadKey{d.MovedAt, d.ID} }
+
+// Empty reports whether f selects by nothing but ids/paging.
+func (f DeadFilter) Empty() bool { return f.Queue == "" && f.Kind == "" && f.Tag == "" }
 
 // QueueState is a queue as the store knows it.
 type QueueState struct {

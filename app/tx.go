@@ -68,8 +68,10 @@ type Tx interface {
 	DeleteDead(f DeadFilter) ([]Ref, error)
 	// SetQueuePaused stores whether queue is paused (since now, if so).
 	SetQueuePaused(queue string, paused bool) error
-	// Resurrected counts a replay (now) of each dead-letter row of dead.
-	Resurrected(dead []*DeadJob) error
+	// Resurrected counts a replay (now) of each dead-letter row dead[i]
+	// into jobs[i]: the row points to the job, and gives up its
+	// idempotency key (the job has it now).
+	Resurrected(dead []*DeadJob, jobs []*Job) error
 	// Insert inserts new queued jobs (no key lookup or limit: the caller's
 	// rules decide), in one statement where the store can, and returns them
 	// as stored, in order.

@@ -67,6 +67,8 @@ func deadFields(d *app.DeadJob) func(string) any {
 			return d.Reason
 		case "moved_to_dead_letter_at":
 			return d.MovedAt
+		case "resurrection_count":
+			return int64(d.ResurrectionCount)
 		}
 		return shared(name, d.ID, d.Queue, d.Kind, d.Tags)
 	}

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -14,8 +15,23 @@ import (
 func (s *Store) ListDead(ctx context.Context, f app.DeadFilter) ([]*app.DeadJob, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	lim := f.Limit
+	if lim <= 0 {
+		lim = 50
+	}
+	f.Limit = len(s.dead) + 1
+	rows := s.selectDead(f, 0)
+	slices.SortFunc(rows, func(a, b *app.DeadJob) int { // as listed: by the time of the move, then id
+		if c := a.MovedAt.Compare(b.MovedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	if !f.Asc {
+		slices.Reverse(rows)
+	}
 	var out []*app.DeadJob
-	for _, d := range s.selectDead(f, 50) {
+	for _, d := range rows[:min(len(rows), lim)] {
 		out = append(out, d.Clone())
 	}
 	return out, nil
@@ -27,6 +43,33 @@ func (s *Store) CountDead(ctx context.Context, f app.DeadFilter) (int, error) {
 	defer s.mu.Unlock()
 	f.AfterID, f.Limit = 0, len(s.dead)+1
 	return len(s.selectDead(f, 0)), nil
+}
+
+// DeadGroups implements app.Store.
+func (s *Store) DeadGroups(ctx context.Context) ([]app.DeadGroup, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	by := map[app.DeadGroup]*app.DeadGroup{} // keyed by queue, kind, reason and day only
+	for _, d := range s.dead {
+		k := app.DeadGroup{Queue: d.Queue, Kind: d.Kind, Reason: d.Reason, Day: d.MovedAt.UTC().Format(time.DateOnly)}
+		g := by[k]
+		if g == nil {
+			g = &app.DeadGroup{Queue: k.Queue, Kind: k.Kind, Reason: k.Reason, Day: k.Day, Oldest: d.MovedAt}
+			by[k] = g
+		}
+		g.Rows, g.Replays = g.Rows+1, g.Replays+int64(d.ResurrectionCount)
+		if d.ResurrectionCount > 0 {
+			g.Replayed++
+		}
+		if d.MovedAt.Before(g.Oldest) {
+			g.Oldest = d.MovedAt
+		}
+	}
+	out := make([]app.DeadGroup, 0, len(by))
+	for _, g := range by {
+		out = append(out, *g)
+	}
+	return out, nil
 }
 
 // Queues implements app.Store.

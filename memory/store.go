@@ -238,10 +238,11 @@ func (t *tx) Dead(f app.DeadFilter) ([]*app.DeadJob, error) {
 }
 
 // Resurrected implements app.Tx.
-func (t *tx) Resurrected(dead []*app.DeadJob) error {
-	for _, old := range dead {
+func (t *tx) Resurrected(dead []*app.DeadJob, jobs []*app.Job) error {
+	for i, old := range dead {
 		d := t.s.dead[old.ID].Clone()
 		d.ResurrectionCount, d.LastResurrectionAt = d.ResurrectionCount+1, ptr(t.now)
+		d.ReplayedJobID, d.IdempotencyKey = &jobs[i].ID, ""
 		t.putDead(d)
 	}
 	return nil

@@ -4,13 +4,15 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/queuehq/queue/app"
 )
 
 // ListDead implements app.Store.
 func (s *Store) ListDead(ctx context.Context, f app.DeadFilter) ([]*app.DeadJob, error) {
 	w := deadWhere(f)
-	out, err := readRows(ctx, s, scanDead, `SELECT `+deadCols+` FROM dead_letter_jobs`+w.String()+order(f.Asc)+limit(f.Limit, 50), w.args...)
+	out, err := readRows(ctx, s, scanDead, `SELECT `+deadCols+` FROM dead_letter_jobs`+w.String()+byMove(f.Asc)+limit(f.Limit, 50), w.args...)
 	if err != nil {
 		return nil, fmt.Errorf("list dead-letter queue: %w", err)
 	}
@@ -39,4 +41,19 @@ func (w *wtx) Jobs(f app.JobFilter) ([]*app.Job, error) {
 	f.Asc = true
 	wh := jobWhere(f, w.now)
 	return scanJobs(w.query(`SELECT `+jobCols+` FROM jobs`+wh.String()+order(true)+limit(f.Limit, app.BulkBatch)+` FOR UPDATE`, wh.args...))
+}
+
+// DeadGroups implements app.Store.
+func (s *Store) DeadGroups(ctx context.Context) ([]app.DeadGroup, error) {
+	out, err := readRows(ctx, s, func(row pgx.Row) (g app.DeadGroup, err error) {
+		err = row.Scan(&g.Queue, &g.Kind, &g.Reason, &g.Day, &g.Rows, &g.Replayed, &g.Replays, &g.Oldest)
+		g.Oldest = g.Oldest.UTC()
+		return g, err
+	}, `SELECT queue, kind, dead_letter_reason, to_char(moved_to_dead_letter_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day,
+			count(*), count(*) FILTER (WHERE resurrection_count > 0), sum(resurrection_count)::bigint, min(moved_to_dead_letter_at)
+		FROM dead_letter_jobs GROUP BY queue, kind, dead_letter_reason, day`)
+	if err != nil {
+		return nil, fmt.Errorf("dead-letter stats: %w", err)
+	}
+	return out, nil
 }

@@ -83,7 +83,7 @@ func fillSQLite(t *testing.T, path string) (maxID int64) {
 	if _, err := app.Cancel(ctx, s, app.CancelRequest{ID: jobs2ID(t, s, "work", app.StatusQueued), Audit: &app.AuditEntry{Actor: "ops", Action: "job.cancel"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := app.MoveToDead(ctx, s, app.JobFilter{Queue: "work", Limit: 2}, &app.AuditEntry{Actor: "ops", Action: "dlq.move", Filter: json.RawMessage(`{"queue":"work"}`)}); err != nil {
+	if _, err := app.MoveToDead(ctx, s, app.JobFilter{Queue: "work", Limit: 2}, "", &app.AuditEntry{Actor: "ops", Action: "dlq.move", Filter: json.RawMessage(`{"queue":"work"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := app.Replay(ctx, s, app.ReplayRequest{Filter: app.DeadFilter{IDs: []int64{c[3].ID}}}); err != nil {

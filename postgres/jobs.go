@@ -526,7 +526,8 @@ func (w *wtx) InsertDead(d *app.DeadJob) error {
 // deadColumns are the columns of dead_letter_jobs, in deadRow's order.
 var deadColumns = []string{"id", "queue", "kind", "payload", "priority", "tags", "attempts", "max_attempts", "timeout_ms",
 	"errors", "idempotency_key", "original_created_at", "replayed_from", "dead_letter_reason", "last_error",
-	"moved_to_dead_letter_at", "original_lease", "resurrection_count", "last_resurrection_at"}
+	"moved_to_dead_letter_at", "original_lease", "resurrection_count", "last_resurrection_at",
+	"started_at", "run_at", "worker_id", "note", "replayed_job_id"}
 
 // insertDeadSQL inserts one dead-letter row: deadRow's values.
 var insertDeadSQL = func() string {
@@ -541,7 +542,8 @@ var insertDeadSQL = func() string {
 func deadRow(d *app.DeadJob) []any {
 	return []any{d.ID, d.Queue, d.Kind, rawOrNull(d.Payload), d.Priority, tags(d.Tags), d.Attempts, d.MaxAttempts,
 		d.Timeout.D().Milliseconds(), app.EncodeList(d.Errors), nullString(d.IdempotencyKey), ms(d.OriginalCreatedAt),
-		d.ReplayedFrom, d.Reason, clean(d.LastError), ms(d.MovedAt), d.OriginalLease, d.ResurrectionCount, msPtr(d.LastResurrectionAt)}
+		d.ReplayedFrom, d.Reason, clean(d.LastError), ms(d.MovedAt), d.OriginalLease, d.ResurrectionCount, msPtr(d.LastResurrectionAt),
+		msPtr(d.StartedAt), msPtr(d.RunAt), nullString(clean(d.WorkerID)), clean(d.Note), d.ReplayedJobID}
 }
 
 // DeleteJob implements app.Tx.

@@ -114,21 +114,23 @@ func rawPtr(p *string) json.RawMessage {
 // deadCols is the column list every dead-letter query selects, in scanDead's order.
 const deadCols = `id, queue, kind, payload::text, priority, tags, attempts, max_attempts, timeout_ms,
 	errors::text, idempotency_key, original_created_at, replayed_from, dead_letter_reason, last_error,
-	moved_to_dead_letter_at, original_lease, resurrection_count, last_resurrection_at`
+	moved_to_dead_letter_at, original_lease, resurrection_count, last_resurrection_at,
+	started_at, run_at, worker_id, note, replayed_job_id`
 
 func scanDead(row pgx.Row) (*app.DeadJob, error) {
 	var (
 		d              app.DeadJob
 		payload, errs  string
 		timeoutMS      int64
-		idem           *string
+		idem, workerID *string
 		lastResurrects *time.Time
 	)
 	if err := row.Scan(&d.ID, &d.Queue, &d.Kind, &payload, &d.Priority, &d.Tags, &d.Attempts, &d.MaxAttempts,
 		&timeoutMS, &errs, &idem, &d.OriginalCreatedAt, &d.ReplayedFrom, &d.Reason, &d.LastError, &d.MovedAt,
-		&d.OriginalLease, &d.ResurrectionCount, &lastResurrects); err != nil {
+		&d.OriginalLease, &d.ResurrectionCount, &lastResurrects, &d.StartedAt, &d.RunAt, &workerID, &d.Note, &d.ReplayedJobID); err != nil {
 		return nil, err
 	}
+	d.StartedAt, d.RunAt, d.WorkerID = utcPtr(d.StartedAt), utcPtr(d.RunAt), deref(workerID)
 	d.Payload, d.Timeout = json.RawMessage(payload), app.Duration(time.Duration(timeoutMS)*time.Millisecond)
 	d.IdempotencyKey, d.LastResurrectionAt = deref(idem), utcPtr(lastResurrects)
 	d.OriginalCreatedAt, d.MovedAt = d.OriginalCreatedAt.UTC(), d.MovedAt.UTC()
@@ -192,11 +194,23 @@ func conds(cs []app.Cond) *where {
 			w.cond(c.Field + " = ANY(" + w.add(v) + ")")
 		case app.OpHas:
 			w.cond(w.add(v) + " = ANY(" + c.Field + ")")
+		case app.OpKeyLt, app.OpKeyLe, app.OpKeyGt:
+			k := c.Value.(*app.DeadKey)
+			w.cond("(" + c.Field + ", id) " + strings.TrimPrefix(string(c.Op), "key") + " (" + w.add(ms(k.MovedAt)) + ", " + w.add(k.ID) + ")")
 		default:
 			w.cond(c.Field + " " + string(c.Op) + " " + w.add(v))
 		}
 	}
 	return w
+}
+
+// byMove orders dead-letter rows as they are listed: by the time of the
+// move, then id (descending unless asc).
+func byMove(asc bool) string {
+	if asc {
+		return " ORDER BY moved_to_dead_letter_at ASC, id ASC"
+	}
+	return " ORDER BY moved_to_dead_letter_at DESC, id DESC"
 }
 
 func order(asc bool) string {

@@ -465,13 +465,13 @@ func (w *wtx) SetQueuePaused(queue string, paused bool) error {
 func (w *wtx) Dead(f app.DeadFilter) ([]*app.DeadJob, error) { return w.selectDead(f) }
 
 // Resurrected implements app.Tx.
-func (w *wtx) Resurrected(dead []*app.DeadJob) error {
-	ids := make([]int64, len(dead))
+func (w *wtx) Resurrected(dead []*app.DeadJob, jobs []*app.Job) error {
+	ids, to := make([]int64, len(dead)), make([]int64, len(dead))
 	for i, d := range dead {
-		ids[i] = d.ID
+		ids[i], to[i] = d.ID, jobs[i].ID
 	}
-	_, err := w.exec(`UPDATE dead_letter_jobs SET resurrection_count = resurrection_count + 1,
-		last_resurrection_at = $1 WHERE id = ANY($2::bigint[])`, w.now, ids)
+	_, err := w.exec(`UPDATE dead_letter_jobs d SET resurrection_count = resurrection_count + 1, last_resurrection_at = $1,
+		replayed_job_id = u.job, idempotency_key = NULL FROM unnest($2::bigint[], $3::bigint[]) AS u(id, job) WHERE d.id = u.id`, w.now, ids, to)
 	return err
 }
 

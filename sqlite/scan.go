@@ -108,21 +108,24 @@ func (r *jobRow) job() (*app.Job, error) {
 // deadCols is the column list every dead-letter query selects, in scanDead's order.
 const deadCols = `id, queue, kind, payload, priority, tags, attempts, max_attempts, timeout_ms,
 	errors, idempotency_key, original_created_at, replayed_from, dead_letter_reason, last_error,
-	moved_to_dead_letter_at, original_lease, resurrection_count, last_resurrection_at`
+	moved_to_dead_letter_at, original_lease, resurrection_count, last_resurrection_at,
+	started_at, run_at, worker_id, note, replayed_job_id`
 
 func scanDead(sc scanner) (*app.DeadJob, error) {
 	var (
 		d                              app.DeadJob
 		payload, tags, errs            string
 		timeoutMS, createdAt, movedAt  int64
-		idem                           sql.NullString
+		idem, workerID                 sql.NullString
 		replayedFrom, lastResurrection sql.NullInt64
+		startedAt, runAt, replayedJob  sql.NullInt64
 	)
 	if err := sc.Scan(&d.ID, &d.Queue, &d.Kind, &payload, &d.Priority, &tags, &d.Attempts, &d.MaxAttempts,
 		&timeoutMS, &errs, &idem, &createdAt, &replayedFrom, &d.Reason, &d.LastError, &movedAt,
-		&d.OriginalLease, &d.ResurrectionCount, &lastResurrection); err != nil {
+		&d.OriginalLease, &d.ResurrectionCount, &lastResurrection, &startedAt, &runAt, &workerID, &d.Note, &replayedJob); err != nil {
 		return nil, err
 	}
+	d.StartedAt, d.RunAt, d.WorkerID, d.ReplayedJobID = fromNullMS(startedAt), fromNullMS(runAt), workerID.String, nullInt64(replayedJob)
 	d.Payload, d.Timeout = json.RawMessage(payload), app.Duration(time.Duration(timeoutMS)*time.Millisecond)
 	d.IdempotencyKey, d.ReplayedFrom = idem.String, nullInt64(replayedFrom)
 	d.OriginalCreatedAt, d.MovedAt, d.LastResurrectionAt = fromMS(createdAt), fromMS(movedAt), fromNullMS(lastResurrection)
@@ -225,6 +228,9 @@ func conds(table string, cs []app.Cond) *where {
 			w.add(c.Field+" IN ("+strings.TrimSuffix(strings.Repeat("?,", len(args)), ",")+")", args...)
 		case app.OpHas:
 			w.add("EXISTS (SELECT 1 FROM json_each("+table+"."+c.Field+") WHERE json_each.value = ?)", c.Value)
+		case app.OpKeyLt, app.OpKeyLe, app.OpKeyGt:
+			k := c.Value.(*app.DeadKey)
+			w.add("("+c.Field+", id) "+strings.TrimPrefix(string(c.Op), "key")+" (?, ?)", ms(k.MovedAt), k.ID)
 		default:
 			v := c.Value
 			if t, ok := v.(time.Time); ok {
@@ -234,6 +240,15 @@ func conds(table string, cs []app.Cond) *where {
 		}
 	}
 	return w
+}
+
+// byMove orders dead-letter rows as they are listed: by the time of the
+// move, then id (descending unless asc).
+func byMove(asc bool) string {
+	if asc {
+		return " ORDER BY moved_to_dead_letter_at ASC, id ASC"
+	}
+	return " ORDER BY moved_to_dead_letter_at DESC, id DESC"
 }
 
 func order(asc bool) string {

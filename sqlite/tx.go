@@ -107,10 +107,11 @@ func (w *wtx) RequestCancel(j *app.Job, reason string) (*app.Job, error) {
 // InsertDead implements app.Tx.
 func (w *wtx) InsertDead(d *app.DeadJob) error {
 	if _, err := w.exec(`INSERT INTO dead_letter_jobs (`+deadCols+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, ?, ?, ?, ?, NULL)`,
 		d.ID, d.Queue, d.Kind, rawOrNull(d.Payload), d.Priority, app.EncodeList(d.Tags), d.Attempts,
 		d.MaxAttempts, d.Timeout.D().Milliseconds(), app.EncodeList(d.Errors), nullString(d.IdempotencyKey),
-		ms(d.OriginalCreatedAt), nullInt(d.ReplayedFrom), d.Reason, d.LastError, ms(d.MovedAt), d.OriginalLease); err != nil {
+		ms(d.OriginalCreatedAt), nullInt(d.ReplayedFrom), d.Reason, d.LastError, ms(d.MovedAt), d.OriginalLease,
+		nullMS(d.StartedAt), nullMS(d.RunAt), nullString(d.WorkerID), d.Note); err != nil {
 		return err
 	}
 	d.MovedAt = fromMS(ms(d.MovedAt)) // as stored, so the caller sees exactly the row
@@ -180,10 +181,10 @@ func (w *wtx) SetQueuePaused(queue string, paused bool) error {
 func (w *wtx) Dead(f app.DeadFilter) ([]*app.DeadJob, error) { return w.selectDead(f) }
 
 // Resurrected implements app.Tx.
-func (w *wtx) Resurrected(dead []*app.DeadJob) error {
-	for _, d := range dead {
+func (w *wtx) Resurrected(dead []*app.DeadJob, jobs []*app.Job) error {
+	for i, d := range dead {
 		if _, err := w.exec(`UPDATE dead_letter_jobs SET resurrection_count = resurrection_count + 1,
-			last_resurrection_at = ? WHERE id = ?`, ms(w.now), d.ID); err != nil {
+			last_resurrection_at = ?, replayed_job_id = ?, idempotency_key = NULL WHERE id = ?`, ms(w.now), jobs[i].ID, d.ID); err != nil {
 			return err
 		}
 	}

@@ -372,7 +372,7 @@ func TestMalformedRequestsGetClearErrors(t *testing.T) {
 		{"DELETE", "/api/dlq/12345", "", ``, 404, "not_found"},
 		{"POST", "/api/dlq/purge", "application/json", `{}`, 400, "filter_required"},
 		{"POST", "/api/dlq/replay", "", ``, 400, "filter_required"},
-		{"POST", "/api/dlq/move", "application/json", `{"reason":"max_attempts"}`, 400, "invalid_field"},
+		{"POST", "/api/dlq/move", "application/json", `{"reason":"max_attempts"}`, 400, "filter_required"},
 		{"POST", "/api/dlq/replay", "application/json", `{"queue":"q","rate":-1}`, 400, "invalid_field"},
 		{"GET", "/api/nothing-here", "", ``, 404, "not_found"},
 		{"PUT", "/api/jobs", "application/json", `{}`, 405, "method_not_allowed"},

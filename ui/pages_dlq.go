@@ -279,6 +279,7 @@ func (p *pages) deadConfirm(c echo.Context) error {
 			return p.done(c, back, flash{Kind: "error", Text: "No dead-letter rows match " + f.Describe() + "."})
 		}
 		v.Count, v.Dead, v.More = res.Count, res.Sample, res.Count-len(res.Sample)
+		v.Fields = append(v.Fields, formField{"bound", res.Bound}) // rows that arrive after this count are left alone
 		v.Heading = fmt.Sprintf("%s all %s?", verb, plural(res.Count, "matching dead-letter job", "matching dead-letter jobs"))
 		v.Text = "This acts on " + f.Describe() + "."
 	}
@@ -310,7 +311,9 @@ func (p *pages) deadBulk(c echo.Context) error {
 		return p.bulkSelected(c, op, form, back)
 	case opReplayAll, opPurgeAll:
 		action := strings.TrimSuffix(op, "_all")
-		res, err := p.svc.BulkDead(ctx, action, bulkInput(f, false), who)
+		in := bulkInput(f, false)
+		in.Bound = form.Get("bound")
+		res, err := p.svc.BulkDead(ctx, action, in, who)
 		if err != nil {
 			if res != nil && res.Count > 0 {
 				p.log.Error().Err(err).Str("action", action).Int("count", res.Count).Msg("bulk action stopped")
@@ -361,8 +364,12 @@ func (p *pages) bulkSelected(c echo.Context, op string, form url.Values, back st
 	return p.done(c, back, fl)
 }
 
+// bulkInput is the bulk action on every row matching f. The confirm page,
+// which shows what it will touch, stands for allow_all when f names no
+// queue, kind or tag.
 func bulkInput(f deadFilter, dryRun bool) app.BulkInput {
-	return app.BulkInput{Queue: f.Queue, Kind: f.Kind, Tag: f.Tag, Reason: f.Reason, AllowAll: f.Empty(), DryRun: dryRun}
+	return app.BulkInput{Queue: f.Queue, Kind: f.Kind, Tag: f.Tag, Reason: f.Reason,
+		AllowAll: f.Queue == "" && f.Kind == "" && f.Tag == "", DryRun: dryRun}
 }
 
 func bulkText(action string, n int) string {

@@ -59,7 +59,7 @@ func testFaultInsideDeadLetterMoveLosesNothing(e *env) {
 	// The fault also leaves the admin move whole.
 	q := e.submitOne("q", "k")
 	e.setFault(func(ctx context.Context, p app.FaultPoint, id int64) error { return errInjected })
-	if _, err := app.MoveToDead(e.ctx, e.s, app.JobFilter{Queue: "q"}, nil); err == nil {
+	if _, err := app.MoveToDead(e.ctx, e.s, app.JobFilter{Queue: "q"}, "", nil); err == nil {
 		e.t.Fatalf("MoveToDead with a fault succeeded")
 	}
 	if got := e.get(q.ID); got.Status != app.StatusQueued {
@@ -257,7 +257,7 @@ func testMoveToDeadTakesQueuedJobsOnly(e *env) {
 	e.submitOne("m", "k")
 	p := e.claimOne("m") // processing: not moved
 	keep := e.submitOne("n", "k")
-	ids, err := app.MoveToDead(e.ctx, e.s, app.JobFilter{Queue: "m"}, nil)
+	ids, err := app.MoveToDead(e.ctx, e.s, app.JobFilter{Queue: "m"}, "", nil)
 	if err != nil || len(ids) != 2 {
 		e.t.Fatalf("move: %v %v", ids, err)
 	}
@@ -272,7 +272,7 @@ func testMoveToDeadTakesQueuedJobsOnly(e *env) {
 	if e.get(p.ID).Status != app.StatusProcessing || e.get(keep.ID).Status != app.StatusQueued {
 		e.t.Fatalf("move touched a job outside its filter")
 	}
-	ids, _ = app.MoveToDead(e.ctx, e.s, app.JobFilter{Tag: "nothing-has-this"}, nil)
+	ids, _ = app.MoveToDead(e.ctx, e.s, app.JobFilter{Tag: "nothing-has-this"}, "", nil)
 	if len(ids) != 0 {
 		e.t.Fatalf("move by an unused tag moved %d", len(ids))
 	}

@@ -185,7 +185,7 @@ var faultCases = []faultCase{
 	{"move to the dead-letter queue", app.FaultDeadLetterInsert, 0, func(e *env) func() error {
 		e.submitN(2, "q", "k")
 		return func() error {
-			_, err := app.MoveToDead(e.ctx, e.s, app.JobFilter{Queue: "q"}, &app.AuditEntry{Actor: "ops", Action: "job.move"})
+			_, err := app.MoveToDead(e.ctx, e.s, app.JobFilter{Queue: "q"}, "", &app.AuditEntry{Actor: "ops", Action: "job.move"})
 			return err
 		}
 	}},
