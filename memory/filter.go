@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -10,35 +11,37 @@ import (
 // selectJobs returns the stored jobs (not copies) matching f at now, in id
 // order, at most f.Limit (def if not positive).
 func (s *Store) selectJobs(f app.JobFilter, now time.Time, def int) []*app.Job {
-	return pick(s.jobs, f.Conds(now), jobFields, f.Asc, f.Limit, def)
+	return pick(s.jobs, f.Conds(now), jobFields, func(a, b *app.Job) int { return cmp.Compare(a.ID, b.ID) }, f.Asc, f.Limit, def)
 }
 
 // selectDead is selectJobs for dead-letter rows.
 func (s *Store) selectDead(f app.DeadFilter, def int) []*app.DeadJob {
-	return pick(s.dead, f.Conds(), deadFields, f.Asc, f.Limit, def)
+	return pick(s.dead, f.Conds(), deadFields, func(a, b *app.DeadJob) int { return cmp.Compare(a.ID, b.ID) }, f.Asc, f.Limit, def)
 }
 
-// pick returns the rows of m that meet conds, in id order (descending
-// unless asc), at most limit (def if not positive).
-func pick[T any](m map[int64]T, conds []app.Cond, fields func(T) func(string) any, asc bool, limit, def int) []T {
-	var ids []int64
-	for id, r := range m {
+// byMove orders dead-letter rows as they are listed: by the time of the
+// move, then id.
+func byMove(a, b *app.DeadJob) int {
+	return cmp.Or(a.MovedAt.Compare(b.MovedAt), cmp.Compare(a.ID, b.ID))
+}
+
+// pick returns the rows of m that meet conds in order (descending unless
+// asc), at most limit (def if not positive).
+func pick[T any](m map[int64]T, conds []app.Cond, fields func(T) func(string) any, order func(a, b T) int, asc bool, limit, def int) []T {
+	var out []T
+	for _, r := range m {
 		if app.Match(conds, fields(r)) {
-			ids = append(ids, id)
+			out = append(out, r)
 		}
 	}
-	slices.Sort(ids)
+	slices.SortFunc(out, order)
 	if !asc {
-		slices.Reverse(ids)
+		slices.Reverse(out)
 	}
 	if limit <= 0 {
 		limit = def
 	}
-	out := make([]T, min(len(ids), limit))
-	for i := range out {
-		out[i] = m[ids[i]]
-	}
-	return out
+	return out[:min(len(out), limit)]
 }
 
 // jobFields gives the fields of j that app.Cond names.

@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -15,23 +14,9 @@ import (
 func (s *Store) ListDead(ctx context.Context, f app.DeadFilter) ([]*app.DeadJob, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	lim := f.Limit
-	if lim <= 0 {
-		lim = 50
-	}
-	f.Limit = len(s.dead) + 1
-	rows := s.selectDead(f, 0)
-	slices.SortFunc(rows, func(a, b *app.DeadJob) int { // as listed: by the time of the move, then id
-		if c := a.MovedAt.Compare(b.MovedAt); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ID, b.ID)
-	})
-	if !f.Asc {
-		slices.Reverse(rows)
-	}
+	rows := pick(s.dead, f.Conds(), deadFields, byMove, f.Asc, f.Limit, 50)
 	var out []*app.DeadJob
-	for _, d := range rows[:min(len(rows), lim)] {
+	for _, d := range rows {
 		out = append(out, d.Clone())
 	}
 	return out, nil

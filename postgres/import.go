@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/jackc/pgx/v5"
 
@@ -186,13 +187,7 @@ func (im *Importer) jobs(ctx context.Context, jobs []*app.Job) error {
 }
 
 // Rows counts the rows copied so far, per table.
-func (im *Importer) Rows() map[string]int64 {
-	out := make(map[string]int64, len(im.rows))
-	for k, v := range im.rows {
-		out[k] = v
-	}
-	return out
-}
+func (im *Importer) Rows() map[string]int64 { return maps.Clone(im.rows) }
 
 // Commit moves the id sequences past the highest ids copied (and past
 // maxJobID, the highest job id the source ever handed out, so no id is

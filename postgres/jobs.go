@@ -171,7 +171,7 @@ func (s *Store) Lookup(ctx context.Context, id int64) (*app.Job, *app.DeadJob, e
 // List implements app.Store.
 func (s *Store) List(ctx context.Context, f app.JobFilter) ([]*app.Job, error) {
 	w := jobWhere(f, s.now())
-	out, err := readRows(ctx, s, scanJob, `SELECT `+jobCols+` FROM jobs`+w.String()+order(f.Asc)+limit(f.Limit, 50), w.args...)
+	out, err := readRows(ctx, s, scanJob, `SELECT `+jobCols+` FROM jobs`+w.String()+page(f.Asc, f.Limit, 50, "id"), w.args...)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}

@@ -165,7 +165,7 @@ func (s *Store) ListAudit(ctx context.Context, f app.AuditFilter) ([]app.AuditEn
 		err = row.Scan(&e.ID, &e.At, &e.Actor, &e.Action, &target, &filter, &e.Count)
 		e.At, e.Target, e.Filter = e.At.UTC(), deref(target), rawPtr(filter)
 		return e, err
-	}, `SELECT id, at, actor, action, target, filter::text, count FROM audit`+w.String()+` ORDER BY id DESC`+limit(f.Limit, 50), w.args...)
+	}, `SELECT id, at, actor, action, target, filter::text, count FROM audit`+w.String()+page(false, f.Limit, 50, "id"), w.args...)
 	if err != nil {
 		return nil, fmt.Errorf("list audit: %w", err)
 	}

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -204,25 +205,12 @@ func conds(cs []app.Cond) *where {
 	return w
 }
 
-// byMove orders dead-letter rows as they are listed: by the time of the
-// move, then id (descending unless asc).
-func byMove(asc bool) string {
+// page orders by cols, descending unless asc, and takes n rows (def if n
+// is not positive).
+func page(asc bool, n, def int, cols ...string) string {
+	dir := " DESC"
 	if asc {
-		return " ORDER BY moved_to_dead_letter_at ASC, id ASC"
+		dir = " ASC"
 	}
-	return " ORDER BY moved_to_dead_letter_at DESC, id DESC"
-}
-
-func order(asc bool) string {
-	if asc {
-		return " ORDER BY id ASC"
-	}
-	return " ORDER BY id DESC"
-}
-
-func limit(n, def int) string {
-	if n <= 0 {
-		n = def
-	}
-	return " LIMIT " + strconv.Itoa(n)
+	return " ORDER BY " + strings.Join(cols, dir+", ") + dir + " LIMIT " + strconv.Itoa(cmp.Or(max(n, 0), def))
 }

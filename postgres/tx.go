@@ -433,7 +433,7 @@ func (w *wtx) DeleteDead(f app.DeadFilter) ([]app.Ref, error) {
 	f.Asc = true
 	wh := deadWhere(f)
 	refs, err := scanRefs(w.query(`DELETE FROM dead_letter_jobs WHERE id = ANY(ARRAY(SELECT id FROM dead_letter_jobs`+wh.String()+
-		order(true)+limit(f.Limit, app.BulkBatch)+`)) RETURNING id, queue, kind`, wh.args...))
+		page(true, f.Limit, app.BulkBatch, "id")+`)) RETURNING id, queue, kind`, wh.args...))
 	sortBy(refs, func(r app.Ref) int64 { return r.ID })
 	return refs, err
 }

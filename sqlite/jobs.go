@@ -182,7 +182,7 @@ func (s *Store) Lookup(ctx context.Context, id int64) (*app.Job, *app.DeadJob, e
 // List implements app.Store.
 func (s *Store) List(ctx context.Context, f app.JobFilter) ([]*app.Job, error) {
 	w := jobWhere(f, s.clock.Now())
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs`+w.String()+order(f.Asc)+limit(f.Limit, 50), w.args...)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs`+w.String()+page(f.Asc, f.Limit, 50, "id"), w.args...)
 	out, err := collect(rows, err, scanJob)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", mapErr(err))

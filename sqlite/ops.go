@@ -293,7 +293,7 @@ func (s *Store) ListAudit(ctx context.Context, f app.AuditFilter) ([]app.AuditEn
 		w.add("id < ?", f.BeforeID)
 	}
 	rows, err := s.rdb.QueryContext(ctx, `SELECT id, at, actor, action, target, filter, count FROM audit`+w.String()+
-		` ORDER BY id DESC`+limit(f.Limit, 50), w.args...)
+		page(false, f.Limit, 50, "id"), w.args...)
 	out, err := collect(rows, err, scanAudit)
 	if err != nil {
 		return nil, fmt.Errorf("list audit: %w", mapErr(err))
