@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"iter"
 	"strconv"
 	"strings"
 	"time"
@@ -151,6 +152,36 @@ func (s *Service) DeadStats(ctx context.Context, inScope func(queue string) bool
 		st.OldestAge = max(st.OldestAge, now.Sub(g.Oldest).Seconds())
 	}
 	return st, nil
+}
+
+// GroupDead counts rows as DeadGroups does, in Go: the definition the SQL
+// stores' GROUP BY follows (the memory store uses it as it is).
+func GroupDead(rows iter.Seq[*DeadJob]) []DeadGroup {
+	by := map[DeadGroup]*DeadGroup{} // keyed by queue, kind, reason and day only
+	for d := range rows {
+		k := DeadGroup{Queue: d.Queue, Kind: d.Kind, Reason: d.Reason, Day: d.MovedAt.UTC().Format(time.DateOnly)}
+		g := by[k]
+		if g == nil {
+			g = &DeadGroup{Queue: k.Queue, Kind: k.Kind, Reason: k.Reason, Day: k.Day, Oldest: d.MovedAt}
+			by[k] = g
+		}
+		g.Rows, g.Replays, g.Oldest = g.Rows+1, g.Replays+int64(d.ResurrectionCount), minTime(g.Oldest, d.MovedAt)
+		if d.ResurrectionCount > 0 {
+			g.Replayed++
+		}
+	}
+	out := make([]DeadGroup, 0, len(by))
+	for _, g := range by {
+		out = append(out, *g)
+	}
+	return out
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // auditOverride is o for an audit entry's filter document.

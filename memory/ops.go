@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"maps"
 	"context"
 	"fmt"
 	"slices"
@@ -34,27 +35,7 @@ func (s *Store) CountDead(ctx context.Context, f app.DeadFilter) (int, error) {
 func (s *Store) DeadGroups(ctx context.Context) ([]app.DeadGroup, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	by := map[app.DeadGroup]*app.DeadGroup{} // keyed by queue, kind, reason and day only
-	for _, d := range s.dead {
-		k := app.DeadGroup{Queue: d.Queue, Kind: d.Kind, Reason: d.Reason, Day: d.MovedAt.UTC().Format(time.DateOnly)}
-		g := by[k]
-		if g == nil {
-			g = &app.DeadGroup{Queue: k.Queue, Kind: k.Kind, Reason: k.Reason, Day: k.Day, Oldest: d.MovedAt}
-			by[k] = g
-		}
-		g.Rows, g.Replays = g.Rows+1, g.Replays+int64(d.ResurrectionCount)
-		if d.ResurrectionCount > 0 {
-			g.Replayed++
-		}
-		if d.MovedAt.Before(g.Oldest) {
-			g.Oldest = d.MovedAt
-		}
-	}
-	out := make([]app.DeadGroup, 0, len(by))
-	for _, g := range by {
-		out = append(out, *g)
-	}
-	return out, nil
+	return app.GroupDead(maps.Values(s.dead)), nil
 }
 
 // Queues implements app.Store.

@@ -145,34 +145,35 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err := s.takeLock(); err != nil {
 		return nil, err
 	}
+	fail := func(err error) (*Store, error) { // undo what Open did so far
+		if s.rdb != nil {
+			s.rdb.Close()
+		}
+		if s.wdb != nil {
+			s.wconn.Close()
+			s.wdb.Close()
+		}
+		s.releaseLock()
+		return nil, err
+	}
 	// Create the file ourselves so it (and the -wal and -shm files SQLite
 	// derives from it) is readable by its owner only.
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		s.releaseLock()
-		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		return fail(fmt.Errorf("open sqlite %s: %w", path, err))
 	}
 	f.Close()
 	if err := s.openWriter(ctx, syncMode); err != nil {
-		s.releaseLock()
-		return nil, err
+		return fail(err)
 	}
-	rdb, err := sql.Open("sqlite", dsn(path, syncMode, true))
-	if err != nil {
-		s.wdb.Close()
-		s.releaseLock()
-		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	if s.rdb, err = sql.Open("sqlite", dsn(path, syncMode, true)); err != nil {
+		return fail(fmt.Errorf("open sqlite %s: %w", path, err))
 	}
-	rdb.SetMaxOpenConns(max(4, 2*runtime.NumCPU()))
-	rdb.SetMaxIdleConns(max(4, 2*runtime.NumCPU()))
-	rdb.SetConnMaxIdleTime(time.Minute)
-	s.rdb = rdb
+	s.rdb.SetMaxOpenConns(max(4, 2*runtime.NumCPU()))
+	s.rdb.SetMaxIdleConns(max(4, 2*runtime.NumCPU()))
+	s.rdb.SetConnMaxIdleTime(time.Minute)
 	if err := s.loadCounts(ctx); err != nil {
-		s.wconn.Close()
-		s.wdb.Close()
-		rdb.Close()
-		s.releaseLock()
-		return nil, err
+		return fail(err)
 	}
 	go s.writer()
 	return s, nil
@@ -205,12 +206,7 @@ func (s *Store) openWriter(ctx context.Context, sync string) error {
 		return fmt.Errorf("open sqlite %s: %w", s.path, mapErr(err))
 	}
 	s.wdb, s.wconn = wdb, conn
-	if err := s.migrate(ctx); err != nil {
-		conn.Close()
-		wdb.Close()
-		return err
-	}
-	return nil
+	return s.migrate(ctx) // on error, Open closes the connection
 }
 
 // migrate applies the embedded migrations not yet recorded in

@@ -14,9 +14,8 @@ import (
 )
 
 // The writer's transaction as app.Tx: the steps of the lifecycle that
-// package app puts in order (Fail, Snooze, Cancel, RecoverStale, Drain,
-// MoveToDead), each one statement. What a step collects besides its row
-// (events, counts, wake-ups) is kept in the request's share, wtx.
+// package app puts in order, each one statement. What a step collects
+// besides its row (its app.Effects) is kept in the request's share, wtx.
 var _ app.Tx = (*wtx)(nil)
 
 // Write implements app.Writer: fn runs in the writer's next transaction,

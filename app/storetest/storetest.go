@@ -134,6 +134,17 @@ func Run(t *testing.T, open Opener) {
 		"FailAfterCancelRequestEndsTheAttemptOnce": testFailAfterCancelRequestEndsTheAttemptOnce,
 		"DiagnoseFindsStuckLeasesAndDLQGrowth":     testDiagnoseFindsStuckLeasesAndDLQGrowth,
 		"CompleteStepByStepAsTheStore":             testCompleteStepByStepAsTheStore,
+		"ReplayCarriesIdempotencyKey":              testReplayCarriesIdempotencyKey,
+		"ReplayRequestIsIdempotent":                testReplayRequestIsIdempotent,
+		"ReplayOverrides":                          testReplayOverrides,
+		"BulkNeedsARealFilter":                     testBulkNeedsARealFilter,
+		"DLQListsByMoveTime":                       testDLQListsByMoveTime,
+		"BulkActsOnWhatWasConfirmed":               testBulkActsOnWhatWasConfirmed,
+		"MoveByIDWithNote":                         testMoveByIDWithNote,
+		"DeadRowKeepsTheAttempt":                   testDeadRowKeepsTheAttempt,
+		"DeadStatsAddUp":                           testDeadStatsAddUp,
+		"ConcurrentSubmissionsWithOneKey":          testConcurrentSubmissionsWithOneKey,
+		"DeadLetterRacingRetryAndCancel":           testDeadLetterRacingRetryAndCancel,
 	}
 	names := make([]string, 0, len(cases))
 	for n := range cases {
