@@ -56,6 +56,9 @@ func (f JobFilter) Conds(now time.Time) []Cond {
 		}
 		c = append(c, Cond{"status", OpIn, in})
 	}
+	if f.ReplayedFrom > 0 {
+		c = append(c, Cond{"replayed_from", OpEq, f.ReplayedFrom})
+	}
 	if !f.LeaseExpiredBefore.IsZero() {
 		c = append(c, Cond{"lease_expires_at", OpLt, f.LeaseExpiredBefore})
 	}

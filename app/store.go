@@ -324,6 +324,9 @@ type JobFilter struct {
 	AfterID int64
 	// MaxID, if positive, matches only ids up to it (bulk actions fix it at start).
 	MaxID int64
+	// ReplayedFrom, if positive, matches the jobs replayed from that
+	// dead-letter row.
+	ReplayedFrom int64
 	// LeaseExpiredBefore, if not zero, matches jobs whose lease expired
 	// before it.
 	LeaseExpiredBefore time.Time

@@ -52,6 +52,11 @@ func jobFields(j *app.Job) func(string) any {
 			return string(j.Status)
 		case "run_at":
 			return j.RunAt
+		case "replayed_from":
+			if j.ReplayedFrom == nil {
+				return int64(0)
+			}
+			return *j.ReplayedFrom
 		case "lease_expires_at": // none: never expires
 			if j.LeaseExpiresAt == nil {
 				return time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)

@@ -28,6 +28,9 @@ func testReplayCarriesIdempotencyKey(e *env) {
 	if err != nil || !res[0].Existing || res[0].Job.ID != nj.ID || res[0].Job.Status != app.StatusQueued {
 		e.t.Fatalf("submit with the key after the replay: %+v %v, want the live job %d", res, err, nj.ID)
 	}
+	if made, _ := e.s.List(e.ctx, app.JobFilter{ReplayedFrom: d.ID}); len(made) != 1 || made[0].ID != nj.ID {
+		e.t.Fatalf("jobs replayed from row %d: %+v, want job %d", d.ID, made, nj.ID)
+	}
 	row := e.dead(d.ID)
 	if row.IdempotencyKey != "" || row.ReplayedJobID == nil || *row.ReplayedJobID != nj.ID || row.ResurrectionCount != 1 {
 		e.t.Fatalf("the row after the replay: %+v, want no key and a pointer to job %d", row, nj.ID)
