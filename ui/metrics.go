@@ -292,13 +292,17 @@ var (
 	depthDesc  = prometheus.NewDesc("queue_jobs", "Jobs by queue and status (queued = claimable now; dead_letter = rows in the DLQ).", []string{"queue", "status"}, nil)
 	oldestDesc = prometheus.NewDesc("queue_oldest_queued_age_seconds", "Age of the oldest claimable job by queue.", []string{"queue"}, nil)
 	dlqDesc    = prometheus.NewDesc("queue_dead_letter_size", "Rows in the dead-letter queue by queue.", []string{"queue"}, nil)
-	upDesc     = prometheus.NewDesc("queue_store_up", "1 if the store answered the last scrape.", nil, nil)
+	// dlqDepthDesc is the same gauge under the name the DLQ's alerting
+	// examples use; queue_dead_letter_size stays for dashboards made before.
+	dlqDepthDesc = prometheus.NewDesc("queue_dlq_depth", "Rows in the dead-letter queue by queue.", []string{"queue"}, nil)
+	upDesc       = prometheus.NewDesc("queue_store_up", "1 if the store answered the last scrape.", nil, nil)
 )
 
 func (d *depthCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- depthDesc
 	ch <- oldestDesc
 	ch <- dlqDesc
+	ch <- dlqDepthDesc
 	ch <- upDesc
 }
 
@@ -332,5 +336,6 @@ func (d *depthCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, q.OldestQueuedAge, q.Queue)
 		ch <- prometheus.MustNewConstMetric(dlqDesc, prometheus.GaugeValue, float64(q.DeadLetter), q.Queue)
+		ch <- prometheus.MustNewConstMetric(dlqDepthDesc, prometheus.GaugeValue, float64(q.DeadLetter), q.Queue)
 	}
 }

@@ -97,6 +97,7 @@ func TestMetricsMatchTheRun(t *testing.T) {
 		{"queue_jobs", map[string]string{"queue": "m", "status": "scheduled"}, 2},
 		{"queue_jobs", map[string]string{"queue": "m", "status": "dead_letter"}, 1},
 		{"queue_dead_letter_size", map[string]string{"queue": "m"}, 1},
+		{"queue_dlq_depth", map[string]string{"queue": "m"}, 1},
 		{"queue_job_run_seconds", map[string]string{"queue": "m", "kind": "ok"}, 3},
 		{"queue_jobs_retried_total", map[string]string{"queue": "m", "kind": "flaky"}, 1},
 		{"queue_jobs_failed_total", map[string]string{"queue": "m", "kind": "flaky"}, 1},
