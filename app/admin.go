@@ -603,11 +603,13 @@ func (s *Service) SetPaused(ctx context.Context, queue string, paused bool, acto
 	return SetPaused(ctx, s.Store, queue, paused, &AuditEntry{Actor: actor, Action: action, Target: "queue " + queue})
 }
 
-// Stats is GET /api/stats: every queue, and the total.
+// Stats is GET /api/stats: every queue, and the total, and the kinds no
+// worker claims.
 type Stats struct {
-	Queues []QueueStats `json:"queues"`
-	Total  QueueStats   `json:"total"`
-	At     time.Time    `json:"at"`
+	Queues         []QueueStats    `json:"queues"`
+	Total          QueueStats      `json:"total"`
+	UnclaimedKinds []UnclaimedKind `json:"unclaimed_kinds"`
+	At             time.Time       `json:"at"`
 }
 
 // Stats counts jobs per queue and in total.
@@ -619,7 +621,12 @@ func (s *Service) Stats(ctx context.Context) (*Stats, error) {
 	if qs == nil {
 		qs = []QueueStats{}
 	}
-	return &Stats{Queues: qs, Total: TotalStats(qs), At: s.Clock.Now()}, nil
+	now := s.Clock.Now()
+	unclaimed, err := s.unclaimedKinds(ctx, now)
+	if err != nil {
+		return nil, err
+	}
+	return &Stats{Queues: qs, Total: TotalStats(qs), UnclaimedKinds: unclaimed, At: now}, nil
 }
 
 // RecordDenied audits a request that actor's token was not allowed to make

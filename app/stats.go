@@ -1,6 +1,8 @@
 package app
 
 import (
+	"context"
+	"iter"
 	"sort"
 	"time"
 )
@@ -93,4 +95,62 @@ func TotalStats(qs []QueueStats) QueueStats {
 		t.OldestQueuedAge = max(t.OldestQueuedAge, q.OldestQueuedAge)
 	}
 	return t
+}
+
+// UnclaimedAfter is how long a kind's due jobs may wait, with no job of the
+// kind started meanwhile, before the kind counts as unclaimed: no worker
+// handles it (a typo in a kind, a worker not deployed).
+const UnclaimedAfter = 10 * time.Minute
+
+// UnclaimedKind is a kind no worker has claimed for UnclaimedAfter.
+type UnclaimedKind struct {
+	Queue     string  `json:"queue"`
+	Kind      string  `json:"kind"`
+	Queued    int64   `json:"queued"`
+	OldestAge float64 `json:"oldest_age_seconds"`
+}
+
+// unclaimedKinds finds the kinds whose due jobs waited UnclaimedAfter while
+// no job of theirs started.
+func (s *Service) unclaimedKinds(ctx context.Context, now time.Time) ([]UnclaimedKind, error) {
+	since := now.Add(-UnclaimedAfter)
+	waits, err := s.Store.Waiting(ctx, since)
+	if err != nil {
+		return nil, err
+	}
+	out := []UnclaimedKind{}
+	for _, w := range waits {
+		last, err := s.Store.List(ctx, JobFilter{Queue: w.Queue, Kind: w.Kind, StatusIn: []Status{StatusProcessing, StatusDone}, Limit: 1})
+		if err != nil {
+			return nil, err
+		}
+		if len(last) > 0 && last[0].StartedAt != nil && last[0].StartedAt.After(since) {
+			continue // claimed lately: slow, not unclaimed
+		}
+		out = append(out, UnclaimedKind{Queue: w.Queue, Kind: w.Kind, Queued: w.Queued, OldestAge: now.Sub(w.Oldest).Seconds()})
+	}
+	return out, nil
+}
+
+// GroupWaiting is Waiting in Go over jobs (the memory store uses it).
+func GroupWaiting(jobs iter.Seq[*Job], now, dueBefore time.Time) []KindWait {
+	by := map[[2]string]*KindWait{}
+	for j := range jobs {
+		if j.Status != StatusQueued || j.RunAt.After(now) {
+			continue
+		}
+		w := by[[2]string{j.Queue, j.Kind}]
+		if w == nil {
+			w = &KindWait{Queue: j.Queue, Kind: j.Kind, Oldest: j.RunAt}
+			by[[2]string{j.Queue, j.Kind}] = w
+		}
+		w.Queued, w.Oldest = w.Queued+1, minTime(w.Oldest, j.RunAt)
+	}
+	var out []KindWait
+	for _, w := range by {
+		if w.Oldest.Before(dueBefore) && len(out) < 100 {
+			out = append(out, *w)
+		}
+	}
+	return out
 }

@@ -96,6 +96,13 @@ type DeadLetterStore interface {
 	DeadGroups(ctx context.Context) ([]DeadGroup, error)
 }
 
+// KindWait is the due queued jobs of one kind in one queue.
+type KindWait struct {
+	Queue, Kind string
+	Queued      int64
+	Oldest      time.Time // the earliest run_at
+}
+
 // DeadGroup counts the dead-letter rows of one queue, kind, reason and day.
 type DeadGroup struct {
 	Queue, Kind, Reason string
@@ -112,6 +119,9 @@ type QueueStore interface {
 	Queues(ctx context.Context) ([]QueueState, error)
 	// Stats counts jobs per queue as of now (see QueueStats).
 	Stats(ctx context.Context) ([]QueueStats, error)
+	// Waiting groups the due queued jobs by queue and kind, for the groups
+	// whose oldest run_at is before dueBefore (at most 100 groups).
+	Waiting(ctx context.Context, dueBefore time.Time) ([]KindWait, error)
 	// Throughput returns completed and failed counts per minute since since.
 	Throughput(ctx context.Context, since time.Time) ([]MinuteCount, error)
 }

@@ -1,9 +1,9 @@
 package memory
 
 import (
-	"maps"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -36,6 +36,13 @@ func (s *Store) DeadGroups(ctx context.Context) ([]app.DeadGroup, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return app.GroupDead(maps.Values(s.dead)), nil
+}
+
+// Waiting implements app.Store.
+func (s *Store) Waiting(ctx context.Context, dueBefore time.Time) ([]app.KindWait, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return app.GroupWaiting(maps.Values(s.jobs), s.clock.Now(), dueBefore), nil
 }
 
 // Queues implements app.Store.

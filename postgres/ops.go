@@ -69,6 +69,20 @@ func (s *Store) Stats(ctx context.Context) ([]app.QueueStats, error) {
 	return t.Stats(now), nil
 }
 
+// Waiting implements app.Store.
+func (s *Store) Waiting(ctx context.Context, dueBefore time.Time) ([]app.KindWait, error) {
+	out, err := readRows(ctx, s, func(row pgx.Row) (w app.KindWait, err error) {
+		err = row.Scan(&w.Queue, &w.Kind, &w.Queued, &w.Oldest)
+		w.Oldest = w.Oldest.UTC()
+		return w, err
+	}, `SELECT queue, kind, count(*), min(run_at) FROM jobs WHERE status = 'queued' AND run_at <= $1
+		GROUP BY queue, kind HAVING min(run_at) < $2 LIMIT 100`, s.now(), ms(dueBefore))
+	if err != nil {
+		return nil, fmt.Errorf("waiting kinds: %w", err)
+	}
+	return out, nil
+}
+
 // Throughput implements app.Store.
 func (s *Store) Throughput(ctx context.Context, since time.Time) ([]app.MinuteCount, error) {
 	out, err := readRows(ctx, s, func(row pgx.Row) (m app.MinuteCount, err error) {

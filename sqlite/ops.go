@@ -177,6 +177,22 @@ func (s *Store) countStats(ctx context.Context) ([]app.QueueStats, error) {
 	})
 }
 
+// Waiting implements app.Store.
+func (s *Store) Waiting(ctx context.Context, dueBefore time.Time) ([]app.KindWait, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT queue, kind, count(*), min(run_at) FROM jobs INDEXED BY jobs_claim
+		WHERE status = 'queued' AND run_at <= ? GROUP BY queue, kind HAVING min(run_at) < ? LIMIT 100`, ms(s.clock.Now()), ms(dueBefore))
+	out, err := collect(rows, err, func(sc scanner) (w app.KindWait, err error) {
+		var oldest int64
+		err = sc.Scan(&w.Queue, &w.Kind, &w.Queued, &oldest)
+		w.Oldest = fromMS(oldest)
+		return w, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("waiting kinds: %w", mapErr(err))
+	}
+	return out, nil
+}
+
 // Throughput implements app.Store.
 func (s *Store) Throughput(ctx context.Context, since time.Time) ([]app.MinuteCount, error) {
 	rows, err := s.rdb.QueryContext(ctx, `SELECT queue, second / 60 * 60 AS minute, sum(completed), sum(failed)

@@ -345,3 +345,26 @@ func testDeadLetterRacingRetryAndCancel(e *env) {
 		}
 	}
 }
+
+// A kind whose due jobs waited UnclaimedAfter with no job of it started
+// meanwhile shows in the stats; a kind a worker claims, slowly, does not.
+func testStatsFlagUnclaimedKinds(e *env) {
+	svc := e.service(nil)
+	e.submitOne("q", "tpyo")
+	e.submitN(2, "q", "slow")
+	e.clock.Advance(app.UnclaimedAfter - time.Minute)
+	slow, err := e.s.Claim(e.ctx, app.ClaimRequest{Queue: "q", WorkerID: "w1", Limit: 1, Kinds: []string{"slow"}})
+	if err != nil || len(slow) != 1 {
+		e.t.Fatalf("claim of a slow job: %v %v", slow, err)
+	}
+	e.complete(slow[0], `1`) // claimed a minute before the wait is long
+	e.clock.Advance(2 * time.Minute)
+	e.submitOne("q", "fresh")
+	st, err := svc.Stats(e.ctx)
+	if err != nil || len(st.UnclaimedKinds) != 1 {
+		e.t.Fatalf("unclaimed kinds %+v %v, want tpyo alone", st, err)
+	}
+	if u := st.UnclaimedKinds[0]; u.Queue != "q" || u.Kind != "tpyo" || u.Queued != 1 || u.OldestAge < app.UnclaimedAfter.Seconds() {
+		e.t.Fatalf("unclaimed kind %+v, want q/tpyo with 1 job waiting over %v", u, app.UnclaimedAfter)
+	}
+}

@@ -145,6 +145,7 @@ func Run(t *testing.T, open Opener) {
 		"DeadStatsAddUp":                           testDeadStatsAddUp,
 		"ConcurrentSubmissionsWithOneKey":          testConcurrentSubmissionsWithOneKey,
 		"DeadLetterRacingRetryAndCancel":           testDeadLetterRacingRetryAndCancel,
+		"StatsFlagUnclaimedKinds":                  testStatsFlagUnclaimedKinds,
 	}
 	names := make([]string, 0, len(cases))
 	for n := range cases {
