@@ -107,6 +107,17 @@ func recordAudit(tx Tx, e *AuditEntry, count int) error {
 	return tx.Audit(a)
 }
 
+// Found is a Lookup's answer: ErrNotFound when id is in neither table.
+func Found(id int64, job *Job, dead *DeadJob, err error) (*Job, *DeadJob, error) {
+	switch {
+	case err != nil:
+		return nil, nil, fmt.Errorf("look up job %d: %w", id, err)
+	case job == nil && dead == nil:
+		return nil, nil, fmt.Errorf("job %d: %w", id, ErrNotFound)
+	}
+	return job, dead, nil
+}
+
 // ClaimOrder orders claimable jobs as a claim takes them: priority, then
 // run_at, then id.
 func ClaimOrder(a, b *Job) int {

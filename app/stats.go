@@ -49,6 +49,18 @@ func (t *Tally) Add(queue, status string, n int64) {
 	}
 }
 
+// Job counts j as of now: its status, scheduled if queued and not yet due.
+func (t *Tally) Job(j *Job, now time.Time) {
+	switch {
+	case j.Status == StatusQueued && j.RunAt.After(now):
+		t.Add(j.Queue, "scheduled", 1)
+		return
+	case j.Status == StatusQueued:
+		t.Due(j.Queue, j.RunAt)
+	}
+	t.Add(j.Queue, string(j.Status), 1)
+}
+
 // Due notes the run_at of a due job of queue; the earliest gives the
 // queue's OldestQueuedAge.
 func (t *Tally) Due(queue string, runAt time.Time) {

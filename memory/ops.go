@@ -67,14 +67,7 @@ func (s *Store) Stats(ctx context.Context) ([]app.QueueStats, error) {
 		t.Queue(name)
 	}
 	for _, j := range s.jobs {
-		status := string(j.Status)
-		switch {
-		case j.Status == app.StatusQueued && j.RunAt.After(now):
-			status = "scheduled"
-		case j.Status == app.StatusQueued:
-			t.Due(j.Queue, j.RunAt)
-		}
-		t.Add(j.Queue, status, 1)
+		t.Job(j, now)
 	}
 	for _, d := range s.dead {
 		t.Add(d.Queue, string(app.StatusDeadLetter), 1)

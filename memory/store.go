@@ -489,21 +489,16 @@ func (t *tx) Queued(queue string, limit int) (int, error) {
 }
 
 // Lookup implements app.Store.
-func (s *Store) Lookup(ctx context.Context, id int64) (*app.Job, *app.DeadJob, error) {
+func (s *Store) Lookup(ctx context.Context, id int64) (job *app.Job, dead *app.DeadJob, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var job *app.Job
-	var dead *app.DeadJob
 	if j, ok := s.jobs[id]; ok {
 		job = j.Clone()
 	}
 	if d, ok := s.dead[id]; ok {
 		dead = d.Clone()
 	}
-	if job == nil && dead == nil {
-		return nil, nil, fmt.Errorf("job %d: %w", id, app.ErrNotFound)
-	}
-	return job, dead, nil
+	return app.Found(id, job, dead, nil)
 }
 
 // List implements app.Store.

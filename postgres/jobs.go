@@ -141,31 +141,15 @@ func (s *Store) read(ctx context.Context, fn func(tx pgx.Tx) error) error {
 }
 
 // Lookup implements app.Store: both reads share one snapshot.
-func (s *Store) Lookup(ctx context.Context, id int64) (*app.Job, *app.DeadJob, error) {
-	var job *app.Job
-	var dead *app.DeadJob
-	err := s.read(ctx, func(tx pgx.Tx) error {
-		var b pgx.Batch
-		b.Queue(`SELECT `+jobCols+` FROM jobs WHERE id = $1`, id)
-		b.Queue(`SELECT `+deadCols+` FROM dead_letter_jobs WHERE id = $1`, id)
-		br := tx.SendBatch(ctx, &b)
-		defer br.Close()
-		var err error
-		if job, err = scanJob(br.QueryRow()); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+func (s *Store) Lookup(ctx context.Context, id int64) (job *app.Job, dead *app.DeadJob, err error) {
+	err = s.read(ctx, func(tx pgx.Tx) (err error) {
+		if job, err = scanJob(tx.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = $1`, id)); err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
-		if dead, err = scanDead(br.QueryRow()); err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return err
-		}
-		return br.Close()
+		dead, err = scanDead(tx.QueryRow(ctx, `SELECT `+deadCols+` FROM dead_letter_jobs WHERE id = $1`, id))
+		return ignore(err, pgx.ErrNoRows)
 	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("look up job %d: %w", id, mapErr(err))
-	}
-	if job == nil && dead == nil {
-		return nil, nil, fmt.Errorf("job %d: %w", id, app.ErrNotFound)
-	}
-	return job, dead, nil
+	return app.Found(id, job, dead, mapErr(err))
 }
 
 // List implements app.Store.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -213,4 +214,12 @@ func page(asc bool, n, def int, cols ...string) string {
 		dir = " ASC"
 	}
 	return " ORDER BY " + strings.Join(cols, dir+", ") + dir + " LIMIT " + strconv.Itoa(cmp.Or(max(n, 0), def))
+}
+
+// ignore is err, unless it is target.
+func ignore(err, target error) error {
+	if errors.Is(err, target) {
+		return nil
+	}
+	return err
 }

@@ -159,24 +159,16 @@ func (w *wtx) ByKey(queue, key string) (*app.Job, error) {
 
 // Lookup implements app.Store: both reads share one read transaction, so a
 // dead-letter move is seen entirely or not at all.
-func (s *Store) Lookup(ctx context.Context, id int64) (*app.Job, *app.DeadJob, error) {
+func (s *Store) Lookup(ctx context.Context, id int64) (job *app.Job, dead *app.DeadJob, err error) {
 	tx, err := s.rdb.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, nil, fmt.Errorf("look up job %d: %w", id, mapErr(err))
+	if err == nil {
+		defer tx.Rollback()
+		job, err = scanJob(tx.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ?`, id))
 	}
-	defer tx.Rollback()
-	job, err := scanJob(tx.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ?`, id))
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, nil, fmt.Errorf("look up job %d: %w", id, mapErr(err))
+	if err == nil || errors.Is(err, sql.ErrNoRows) {
+		dead, err = scanDead(tx.QueryRowContext(ctx, `SELECT `+deadCols+` FROM dead_letter_jobs WHERE id = ?`, id))
 	}
-	dead, err := scanDead(tx.QueryRowContext(ctx, `SELECT `+deadCols+` FROM dead_letter_jobs WHERE id = ?`, id))
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, nil, fmt.Errorf("look up job %d: %w", id, mapErr(err))
-	}
-	if job == nil && dead == nil {
-		return nil, nil, fmt.Errorf("job %d: %w", id, app.ErrNotFound)
-	}
-	return job, dead, nil
+	return app.Found(id, job, dead, mapErr(ignore(err, sql.ErrNoRows)))
 }
 
 // List implements app.Store.

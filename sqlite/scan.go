@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -251,4 +252,12 @@ func page(asc bool, n, def int, cols ...string) string {
 		dir = " ASC"
 	}
 	return " ORDER BY " + strings.Join(cols, dir+", ") + dir + " LIMIT " + itoa(cmp.Or(max(n, 0), def))
+}
+
+// ignore is err, unless it is target.
+func ignore(err, target error) error {
+	if errors.Is(err, target) {
+		return nil
+	}
+	return err
 }
