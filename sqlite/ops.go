@@ -42,13 +42,16 @@ func boolInt(b bool) int {
 // rows with a later run_at), its oldest run_at (the first entry of that
 // index) and the last minute's throughput.
 func (s *Store) Stats(ctx context.Context) ([]app.QueueStats, error) {
-	if s.counts == nil {
-		return s.countStats(ctx) // read-only (doctor): count the rows
-	}
 	now := s.clock.Now()
 	t := app.NewTally()
 	queued := map[string]int64{}
 	s.countsMu.Lock()
+	if s.counts == nil { // a read-only store (doctor) counts the rows once
+		if err := s.loadCounts(ctx, s.rdb); err != nil {
+			s.countsMu.Unlock()
+			return nil, err
+		}
+	}
 	for k, n := range s.counts {
 		if k.status == app.StatusQueued {
 			queued[k.queue] = n
@@ -133,48 +136,6 @@ func (s *Store) readStats(ctx context.Context, now time.Time, t *app.Tally, coun
 		return nil, fmt.Errorf("stats: %w", mapErr(err))
 	}
 	return t.Stats(now), nil
-}
-
-// countStats counts every row: the Stats of a read-only store (doctor),
-// and the truth the counters are checked against in tests.
-func (s *Store) countStats(ctx context.Context) ([]app.QueueStats, error) {
-	now := s.clock.Now()
-	t := app.NewTally()
-	return s.readStats(ctx, now, t, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT queue, status, count(*), sum(status = 'queued' AND run_at > ?) FROM jobs GROUP BY queue, status
-			UNION ALL SELECT queue, 'dead_letter', count(*), 0 FROM dead_letter_jobs GROUP BY queue`, ms(now))
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var q, status string
-			var n, sched int64
-			if err := rows.Scan(&q, &status, &n, &sched); err != nil {
-				return err
-			}
-			t.Add(q, "scheduled", sched)
-			t.Add(q, status, n-sched)
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		// The oldest claimable job: the first due run_at per queue.
-		due, err := tx.QueryContext(ctx, `SELECT queue, min(run_at) FROM jobs WHERE status = 'queued' AND run_at <= ? GROUP BY queue`, ms(now))
-		if err != nil {
-			return err
-		}
-		defer due.Close()
-		for due.Next() {
-			var q string
-			var first int64
-			if err := due.Scan(&q, &first); err != nil {
-				return err
-			}
-			t.Due(q, fromMS(first))
-		}
-		return due.Err()
-	})
 }
 
 // Waiting implements app.Store.

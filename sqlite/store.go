@@ -172,7 +172,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	s.rdb.SetMaxOpenConns(max(4, 2*runtime.NumCPU()))
 	s.rdb.SetMaxIdleConns(max(4, 2*runtime.NumCPU()))
 	s.rdb.SetConnMaxIdleTime(time.Minute)
-	if err := s.loadCounts(ctx); err != nil {
+	if err := s.loadCounts(ctx, s.wconn); err != nil {
 		return fail(err)
 	}
 	go s.writer()
@@ -251,23 +251,23 @@ func (s *Store) migrate(ctx context.Context) error {
 // loadCounts counts the jobs per queue and status once, at Open; from then
 // on the writer keeps the counts (applyDeltas). It runs before the writer
 // starts, so no write slips between the count and the first delta.
-func (s *Store) loadCounts(ctx context.Context) error {
-	s.counts = map[statusKey]int64{}
-	rows, err := s.wconn.QueryContext(ctx, `SELECT queue, status, count(*) FROM jobs GROUP BY queue, status
+func (s *Store) loadCounts(ctx context.Context, db interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}) error {
+	rows, err := db.QueryContext(ctx, `SELECT queue, status, count(*) FROM jobs GROUP BY queue, status
 		UNION ALL SELECT queue, 'dead_letter', count(*) FROM dead_letter_jobs GROUP BY queue`)
+	counts := map[statusKey]int64{}
+	_, err = collect(rows, err, func(sc scanner) (k statusKey, err error) {
+		var n int64
+		err = sc.Scan(&k.queue, &k.status, &n)
+		counts[k] = n
+		return k, err
+	})
 	if err != nil {
 		return fmt.Errorf("count jobs in %s: %w", s.path, mapErr(err))
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var q, st string
-		var n int64
-		if err := rows.Scan(&q, &st, &n); err != nil {
-			return fmt.Errorf("count jobs in %s: %w", s.path, err)
-		}
-		s.counts[statusKey{q, app.Status(st)}] = n
-	}
-	return mapErr(rows.Err())
+	s.counts = counts
+	return nil
 }
 
 // applyDeltas adds what a committed batch changed to the counts.
