@@ -46,7 +46,7 @@ func (w *wtx) insertJob(nj *app.NewJob) (*app.Job, error) {
 	job := nj.Row(fromMS(ms(now)))
 	row := pendingJob{job: job, at: now, args: [insertCols]any{
 		nj.Queue, nj.Kind, string(job.Payload), nj.Priority, ms(job.RunAt), nj.MaxAttempts, nj.Timeout.Milliseconds(),
-		nullMS(job.ExpiresAt), app.EncodeList(nj.Tags), nullString(nj.IdempotencyKey), nullInt(nj.ReplayedFrom),
+		nullMS(job.ExpiresAt), app.EncodeList(nj.Tags), nullString(nj.IdempotencyKey), nj.ReplayedFrom,
 		ms(now), ms(now),
 	}}
 	w.Moved(nj.Queue, "", app.StatusQueued, 1)

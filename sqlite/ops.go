@@ -29,13 +29,6 @@ func (s *Store) Queues(ctx context.Context) ([]app.QueueState, error) {
 	return out, nil
 }
 
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 // Stats implements app.Store. The counts per status come from the counters
 // the writer keeps; only what depends on the clock is read from the
 // database: the scheduled jobs of each queue (an index range over queued
@@ -308,6 +301,6 @@ func (w *wtx) Once(key string) (*app.OnceRecord, error) {
 // SaveOnce implements app.Tx.
 func (w *wtx) SaveOnce(r *app.OnceRecord) error {
 	_, err := w.exec(`UPDATE once_records SET token = ?, done = ?, result = ?, held_until = ?, done_at = ? WHERE key = ?`,
-		nullString(r.Token), boolInt(r.Done), nullRaw(r.Result), nullMS(r.HeldUntil), nullMS(r.DoneAt), r.Key)
+		nullString(r.Token), r.Done, nullRaw(r.Result), nullMS(r.HeldUntil), nullMS(r.DoneAt), r.Key)
 	return err
 }

@@ -147,13 +147,6 @@ func nullString(s string) any {
 	return s
 }
 
-func nullInt(p *int64) any {
-	if p == nil {
-		return nil
-	}
-	return *p
-}
-
 // nullInt64 is a nullable integer column's value (nil for NULL).
 func nullInt64(v sql.NullInt64) *int64 {
 	if !v.Valid {

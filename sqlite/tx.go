@@ -109,7 +109,7 @@ func (w *wtx) InsertDead(d *app.DeadJob) error {
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, ?, ?, ?, ?, NULL)`,
 		d.ID, d.Queue, d.Kind, rawOrNull(d.Payload), d.Priority, app.EncodeList(d.Tags), d.Attempts,
 		d.MaxAttempts, d.Timeout.D().Milliseconds(), app.EncodeList(d.Errors), nullString(d.IdempotencyKey),
-		ms(d.OriginalCreatedAt), nullInt(d.ReplayedFrom), d.Reason, d.LastError, ms(d.MovedAt), d.OriginalLease,
+		ms(d.OriginalCreatedAt), d.ReplayedFrom, d.Reason, d.LastError, ms(d.MovedAt), d.OriginalLease,
 		nullMS(d.StartedAt), nullMS(d.RunAt), nullString(d.WorkerID), d.Note); err != nil {
 		return err
 	}
@@ -169,7 +169,7 @@ func (w *wtx) SetQueuePaused(queue string, paused bool) error {
 	}
 	_, err := w.exec(`INSERT INTO queues (name, paused, paused_at) VALUES (?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, paused_at = excluded.paused_at`,
-		queue, boolInt(paused), at)
+		queue, paused, at)
 	if err == nil {
 		w.queues = append(w.queues, queue)
 	}
