@@ -114,15 +114,6 @@ func (s *Store) write(ctx context.Context, fn func(*tx) error) (err error) {
 	return fn(t)
 }
 
-// event records an event with data (if not nil) marshalled to JSON.
-func (t *tx) event(typ string, jobID int64, queue, kind string, data any) {
-	var raw []byte
-	if data != nil {
-		raw, _ = json.Marshal(data)
-	}
-	t.Event(typ, jobID, queue, kind, raw)
-}
-
 // putJob stores j (checking the status guard against the stored row) and
 // remembers how to undo it.
 func (t *tx) putJob(j *app.Job) error {
@@ -457,7 +448,7 @@ func (t *tx) insert(nj *app.NewJob) (*app.Job, error) {
 	if err := t.Fault(app.FaultJobInsert, id); err != nil {
 		return nil, err
 	}
-	t.event(app.EventSubmitted, id, j.Queue, j.Kind, nil)
+	t.Publish(app.EventSubmitted, id, j.Queue, j.Kind, nil)
 	t.Wake(j.Queue)
 	return j, nil
 }

@@ -398,7 +398,7 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 					return err
 				}
 				done[id] = lease
-				w.Publish(app.EventSucceeded, id, queue, kind, app.FinishedData(utcPtr(started), w.now))
+				w.Publish(app.EventSucceeded, id, queue, kind, app.FinishedData(msPtr(started), w.now))
 				w.freed = append(w.freed, queue) // a concurrency slot is free: wake this node's claimers
 			}
 			return rows.Err()

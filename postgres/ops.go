@@ -21,7 +21,7 @@ func sortBy[T any](s []T, key func(T) int64) {
 func (s *Store) Queues(ctx context.Context) ([]app.QueueState, error) {
 	out, err := readRows(ctx, s, func(row pgx.Row) (q app.QueueState, err error) {
 		err = row.Scan(&q.Name, &q.Paused, &q.PausedAt)
-		q.PausedAt = utcPtr(q.PausedAt)
+		q.PausedAt = msPtr(q.PausedAt)
 		return q, err
 	}, `SELECT name, paused, paused_at FROM queues ORDER BY name`)
 	if err != nil {
@@ -198,7 +198,7 @@ func scanOnce(row pgx.Row) (*app.OnceRecord, error) {
 	if result != nil {
 		r.Result = json.RawMessage(*result)
 	}
-	r.HeldUntil, r.CreatedAt, r.DoneAt = utcPtr(r.HeldUntil), r.CreatedAt.UTC(), utcPtr(r.DoneAt)
+	r.HeldUntil, r.CreatedAt, r.DoneAt = msPtr(r.HeldUntil), r.CreatedAt.UTC(), msPtr(r.DoneAt)
 	return &r, nil
 }
 

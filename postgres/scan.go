@@ -47,8 +47,8 @@ func scanJob(row pgx.Row) (*app.Job, error) {
 	}
 	j.Payload, j.Status, j.Timeout = json.RawMessage(payload), app.Status(status), app.Duration(time.Duration(timeoutMS)*time.Millisecond)
 	j.RunAt, j.CreatedAt, j.UpdatedAt = j.RunAt.UTC(), j.CreatedAt.UTC(), j.UpdatedAt.UTC()
-	j.ExpiresAt, j.LeaseExpiresAt = utcPtr(expiresAt), utcPtr(leaseExpiresAt)
-	j.StartedAt, j.FinishedAt = utcPtr(startedAt), utcPtr(finishedAt)
+	j.ExpiresAt, j.LeaseExpiresAt = msPtr(expiresAt), msPtr(leaseExpiresAt)
+	j.StartedAt, j.FinishedAt = msPtr(startedAt), msPtr(finishedAt)
 	j.IdempotencyKey, j.WorkerID, j.CancelReason, j.Result = deref(idem), deref(workerID), deref(cancelReason), rawPtr(result)
 	if len(j.Tags) == 0 {
 		j.Tags = nil
@@ -132,9 +132,9 @@ func scanDead(row pgx.Row) (*app.DeadJob, error) {
 		&d.OriginalLease, &d.ResurrectionCount, &lastResurrects, &d.StartedAt, &d.RunAt, &workerID, &d.Note, &d.ReplayedJobID); err != nil {
 		return nil, err
 	}
-	d.StartedAt, d.RunAt, d.WorkerID = utcPtr(d.StartedAt), utcPtr(d.RunAt), deref(workerID)
+	d.StartedAt, d.RunAt, d.WorkerID = msPtr(d.StartedAt), msPtr(d.RunAt), deref(workerID)
 	d.Payload, d.Timeout = json.RawMessage(payload), app.Duration(time.Duration(timeoutMS)*time.Millisecond)
-	d.IdempotencyKey, d.LastResurrectionAt = deref(idem), utcPtr(lastResurrects)
+	d.IdempotencyKey, d.LastResurrectionAt = deref(idem), msPtr(lastResurrects)
 	d.OriginalCreatedAt, d.MovedAt = d.OriginalCreatedAt.UTC(), d.MovedAt.UTC()
 	if len(d.Tags) == 0 {
 		d.Tags = nil

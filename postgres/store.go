@@ -367,19 +367,12 @@ func (s *Store) now() time.Time { return ms(s.clock.Now()) }
 // ms cuts t to UTC milliseconds.
 func ms(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
 
+// msPtr is ms of *t (nil stays nil), for the nullable times it writes and reads.
 func msPtr(t *time.Time) *time.Time {
 	if t == nil {
 		return nil
 	}
 	v := ms(*t)
-	return &v
-}
-
-func utcPtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	v := t.UTC()
 	return &v
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -244,7 +245,7 @@ func page(asc bool, n, def int, cols ...string) string {
 	if asc {
 		dir = " ASC"
 	}
-	return " ORDER BY " + strings.Join(cols, dir+", ") + dir + " LIMIT " + itoa(cmp.Or(max(n, 0), def))
+	return " ORDER BY " + strings.Join(cols, dir+", ") + dir + " LIMIT " + strconv.Itoa(cmp.Or(max(n, 0), def))
 }
 
 // ignore is err, unless it is target.

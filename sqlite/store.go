@@ -15,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -442,4 +441,3 @@ func nullMS(t *time.Time) any {
 	return ms(*t)
 }
 
-func itoa(n int) string { return strconv.Itoa(n) }
