@@ -440,4 +440,3 @@ func nullMS(t *time.Time) any {
 	}
 	return ms(*t)
 }
-
