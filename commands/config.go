@@ -52,10 +52,11 @@ type serverConfig struct {
 	Insecure  bool   `toml:"insecure"`   // allow a non-loopback address without tokens
 	// MaxBodyBytes caps a request body; default 64 MiB (a batch of 10,000 jobs).
 	MaxBodyBytes int64 `toml:"max_body_bytes"`
-	// PublicHealth and PublicMetrics open /healthz + /readyz and /metrics
-	// without a token when tokens are configured.
-	PublicHealth  bool `toml:"public_health"`
-	PublicMetrics bool `toml:"public_metrics"`
+	// PublicHealth, if false, puts /healthz and /readyz behind the tokens
+	// when tokens are configured; unset or true, they answer anyone (they
+	// reveal nothing). PublicMetrics opens /metrics without a token.
+	PublicHealth  *bool `toml:"public_health"`
+	PublicMetrics bool  `toml:"public_metrics"`
 	// Grace is how long built-in workers may finish on shutdown; default 30s.
 	Grace app.Duration `toml:"grace"`
 	// AllowedHosts are the Host names (besides loopback names, this

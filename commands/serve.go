@@ -287,7 +287,7 @@ func httpServer(cfg *config, svc *app.Service, sched *app.Scheduler, metrics *ui
 	return &http.Server{
 		Handler: ui.New(ui.Options{
 			Service: svc, Log: log.With().Str("component", "http").Logger(), Tokens: cfg.uiTokens(),
-			PublicHealth: cfg.Server.PublicHealth, PublicMetrics: cfg.Server.PublicMetrics,
+			PrivateHealth: cfg.Server.PublicHealth != nil && !*cfg.Server.PublicHealth, PublicMetrics: cfg.Server.PublicMetrics,
 			MaxBodyBytes: cfg.Server.MaxBodyBytes, Metrics: metrics.Handler(), Scheduler: sched, Version: version,
 			ListenAddr: addr, AllowedHosts: cfg.Server.AllowedHosts,
 			TrustedProxies: cfg.Server.TrustedProxies, MaxStreams: cfg.Server.MaxStreams, AuthFailed: metrics.AuthFailed,

@@ -6,9 +6,11 @@ package ui
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,8 +28,11 @@ type Options struct {
 	Log     zerolog.Logger
 	// Tokens, if any, are required on every /api/ route and page.
 	Tokens []Token
-	// PublicHealth and PublicMetrics leave /healthz, /readyz and /metrics open when tokens are set.
-	PublicHealth  bool
+	// PrivateHealth puts /healthz and /readyz behind the tokens too, when
+	// tokens are set; by default they answer anyone (they reveal nothing:
+	// no version, no counts), as load balancers and probes expect.
+	PrivateHealth bool
+	// PublicMetrics leaves /metrics open when tokens are set.
 	PublicMetrics bool
 	// MaxBodyBytes caps request bodies (batch submissions); default 64 MiB.
 	MaxBodyBytes int64
@@ -94,7 +99,7 @@ func New(opts Options) http.Handler {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = h.errorHandler
 	e.IPExtractor = ipExtractor(opts.TrustedProxies)
-	e.Use(h.recoverer, h.secure, h.browserGuard, h.auth)
+	e.Use(h.recoverer, h.secure, h.browserGuard, h.auth, h.checkQuery)
 	h.routes(e)
 	h.pages = newPages(h, e)
 	return e
@@ -211,6 +216,22 @@ func queryInt(c echo.Context, name string) (int, error) {
 	return n, nil
 }
 
+// maxListLimit is the largest page a list answers (?limit=, 1..1000).
+const maxListLimit = 1000
+
+// queryLimit reads ?limit=: absent, 0 (the list's default); given, it must
+// be 1..1000, so limit=0 is an error rather than quietly the default.
+func queryLimit(c echo.Context) (int, error) {
+	n, err := queryInt(c, "limit")
+	if err != nil {
+		return 0, err
+	}
+	if c.QueryParam("limit") != "" && (n < 1 || n > maxListLimit) {
+		return 0, app.Invalid("limit", "limit must be between 1 and %d", maxListLimit)
+	}
+	return n, nil
+}
+
 func queryBool(c echo.Context, name string) (bool, error) {
 	v := c.QueryParam(name)
 	if v == "" {
@@ -245,7 +266,13 @@ func queryOrder(c echo.Context) (bool, error) {
 	return false, app.Invalid("order", "order is asc or desc")
 }
 
+// healthz answers while the process runs. It names the version only when
+// the server runs without tokens: with tokens it may answer anyone
+// (PrivateHealth unset) and then says nothing but "ok".
 func (h *handler) healthz(c echo.Context) error {
+	if len(h.opts.Tokens) > 0 {
+		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+	}
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok", "version": h.opts.Version})
 }
 
@@ -322,7 +349,7 @@ func (h *handler) listJobs(c echo.Context) error {
 }
 
 func listInput(c echo.Context) (app.ListInput, error) {
-	limit, err := queryInt(c, "limit")
+	limit, err := queryLimit(c)
 	if err != nil {
 		return app.ListInput{}, err
 	}
@@ -635,7 +662,7 @@ func (h *handler) drain(c echo.Context) error {
 }
 
 func (h *handler) listDead(c echo.Context) error {
-	limit, err := queryInt(c, "limit")
+	limit, err := queryLimit(c)
 	if err != nil {
 		return err
 	}
@@ -740,13 +767,19 @@ func (h *handler) stats(c echo.Context) error {
 }
 
 func (h *handler) audit(c echo.Context) error {
-	limit, err := queryInt(c, "limit")
+	limit, err := queryLimit(c)
 	if err != nil {
 		return err
 	}
 	before, err := queryInt(c, "before")
 	if err != nil {
 		return err
+	}
+	if before < 0 {
+		return app.Invalid("before", "before is an audit entry id (a positive integer)")
+	}
+	if a := c.QueryParam("action"); a != "" && !slices.Contains(auditActions, a) {
+		return app.Invalid("action", "action %q is not one of %s", clip(a), strings.Join(auditActions, ", "))
 	}
 	entries, err := h.svc.Audit(c.Request().Context(), app.AuditFilter{Action: c.QueryParam("action"), BeforeID: int64(before), Limit: limit})
 	if err != nil {
@@ -797,6 +830,10 @@ func (h *handler) onceDone(c echo.Context) error {
 		return err
 	}
 	rec, err := h.svc.OnceDone(c.Request().Context(), c.Param("key"), in.Token, in.Result)
+	if errors.Is(err, app.ErrLeaseLost) { // the store's word for a token that is not the holder's
+		return newError(http.StatusConflict, "once_held", "once %q: the token is not the one of the run holding the key (a wrong token, or the hold lapsed and another run took the key); nothing was stored",
+			clip(c.Param("key")))
+	}
 	if err != nil {
 		return err
 	}

@@ -92,8 +92,8 @@ func actor(c echo.Context) string { return who(c).name }
 // auth finds who is asking and whether they may: a bearer token, or the
 // session cookie of the pages (on the API only together with the CSRF
 // header, so no other page can borrow it); then the route's role. Routes
-// opened on purpose (health and metrics by config; the login page and
-// static files) need nothing.
+// opened on purpose (health unless PrivateHealth, metrics with
+// PublicMetrics; the login page and static files) need nothing.
 func (h *handler) auth(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if len(h.opts.Tokens) == 0 {
@@ -129,6 +129,12 @@ func (h *handler) auth(next echo.HandlerFunc) echo.HandlerFunc {
 				return h.pages.loginRequired(c)
 			}
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="queue"`)
+			switch {
+			case r.Header.Get("Authorization") != "":
+				return newError(http.StatusUnauthorized, "unauthorized", "the token sent is not one this server accepts: check it (Authorization: Bearer <token>)")
+			case given:
+				return newError(http.StatusUnauthorized, "unauthorized", "the session has expired or is not valid: log in again, or send Authorization: Bearer <token>")
+			}
 			return newError(http.StatusUnauthorized, "unauthorized", "this server needs a token: send Authorization: Bearer <token>")
 		}
 		c.Set(principalKey, p)
@@ -242,10 +248,11 @@ func (h *handler) token(given string) (Token, bool) {
 	return found, n == 1
 }
 
+// public reports whether path answers without a token when tokens are set.
 func (h *handler) public(path string) bool {
 	switch {
 	case path == "/healthz" || path == "/readyz":
-		return h.opts.PublicHealth
+		return !h.opts.PrivateHealth
 	case path == "/metrics":
 		return h.opts.PublicMetrics
 	case path == "/login" || strings.HasPrefix(path, "/static/"):

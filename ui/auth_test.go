@@ -13,9 +13,9 @@ const testToken = "0123456789abcdef0123"
 // With tokens configured, every route registered on the router answers 401
 // without one: the list comes from the router, so a new route cannot be
 // left open by mistake. Only the login page and static files are public, and
-// health and metrics when opened on purpose.
+// health (unless closed, as here) and metrics when opened on purpose.
 func TestEveryRouteNeedsATokenWhenTokensAreSet(t *testing.T) {
-	opts := ui.Options{Tokens: []ui.Token{{Name: "ops", Secret: testToken}}, AuthFailLimit: -1}
+	opts := ui.Options{Tokens: []ui.Token{{Name: "ops", Secret: testToken}}, AuthFailLimit: -1, PrivateHealth: true}
 	s := newServer(t, opts, false)
 	h := ui.New(ui.Options{Service: s.svc, Tokens: opts.Tokens, Metrics: http.NotFoundHandler()})
 	routes := ui.Routes(h)
@@ -47,20 +47,37 @@ func TestEveryRouteNeedsATokenWhenTokensAreSet(t *testing.T) {
 	t.Logf("%d routes closed, %d public", len(routes)-open, open)
 }
 
-func TestHealthAndMetricsOpenOnlyWhenConfigured(t *testing.T) {
+// Health answers anyone by default (it reveals nothing, not even the
+// version); PrivateHealth (public_health = false) closes it. /metrics is
+// closed unless PublicMetrics.
+func TestHealthOpenByDefaultMetricsOnlyWhenConfigured(t *testing.T) {
 	tokens := []ui.Token{{Name: "ops", Secret: testToken}}
-	closed := newServer(t, ui.Options{Tokens: tokens, Metrics: http.NotFoundHandler()}, false)
-	for _, p := range []string{"/healthz", "/readyz", "/metrics"} {
-		if a := closed.get(p); a.status != 401 {
-			t.Errorf("%s without public_*: %d", p, a.status)
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("m 1\n")) })
+	def := newServer(t, ui.Options{Tokens: tokens, Metrics: metrics, Version: "v9.9.9"}, false)
+	for _, p := range []string{"/healthz", "/readyz"} {
+		a := def.get(p)
+		if a.status != 200 {
+			t.Errorf("%s by default: %d, want 200", p, a.status)
+		}
+		if strings.Contains(string(a.body), "v9.9.9") {
+			t.Errorf("%s without a token shows the version: %s", p, a.body)
 		}
 	}
-	opened := newServer(t, ui.Options{Tokens: tokens, PublicHealth: true, PublicMetrics: true,
-		Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("m 1\n")) })}, false)
-	for _, p := range []string{"/healthz", "/readyz", "/metrics"} {
-		if a := opened.get(p); a.status != 200 {
-			t.Errorf("%s with public_*: %d", p, a.status)
+	if a := def.get("/metrics"); a.status != 401 {
+		t.Errorf("/metrics without public_metrics: %d, want 401", a.status)
+	}
+	closed := newServer(t, ui.Options{Tokens: tokens, PrivateHealth: true, Metrics: metrics}, false)
+	for _, p := range []string{"/healthz", "/readyz"} {
+		if a := closed.get(p); a.status != 401 {
+			t.Errorf("%s with public_health = false: %d, want 401", p, a.status)
 		}
+		if a := closed.do("GET", p, "", nil, "Authorization", "Bearer "+testToken); a.status != 200 {
+			t.Errorf("%s with public_health = false and the token: %d, want 200", p, a.status)
+		}
+	}
+	opened := newServer(t, ui.Options{Tokens: tokens, PublicMetrics: true, Metrics: metrics}, false)
+	if a := opened.get("/metrics"); a.status != 200 {
+		t.Errorf("/metrics with public_metrics: %d", a.status)
 	}
 }
 

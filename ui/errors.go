@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -107,6 +108,10 @@ func (h *handler) errorHandler(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
+	if hungUp(c, err) {
+		h.log.Debug().Err(err).Str("method", c.Request().Method).Str("path", c.Request().URL.Path).Msg("client hung up")
+		return
+	}
 	ae, known := toAPIError(err)
 	var busy *busyError
 	if (!known || ae.Status >= 500) && !errors.Is(err, app.ErrTooManyWaiters) && !errors.As(err, &busy) {
@@ -128,6 +133,13 @@ func (h *handler) errorHandler(err error, c echo.Context) {
 		return
 	}
 	c.JSON(ae.Status, map[string]*apiError{"error": ae})
+}
+
+// hungUp reports whether err ended the request because its client went
+// away (closed the connection during a long poll or a slow read): nothing
+// failed on the server, and no one is left to answer.
+func hungUp(c echo.Context, err error) bool {
+	return c.Request().Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
 }
 
 func isAPI(c echo.Context) bool {
@@ -169,7 +181,9 @@ func decodeError(err error) error {
 
 func jsonType(goType string) string {
 	switch {
-	case strings.Contains(goType, "int"), strings.Contains(goType, "float"):
+	case strings.Contains(goType, "int"):
+		return "an integer"
+	case strings.Contains(goType, "float"):
 		return "a number"
 	case goType == "string":
 		return "a string"
@@ -180,7 +194,7 @@ func jsonType(goType string) string {
 	case strings.Contains(goType, "Time"):
 		return "an RFC 3339 time"
 	case strings.Contains(goType, "Duration"):
-		return "a duration like \"30s\""
+		return "a duration like \"30s\", \"5m\" or \"7d\", or a number of seconds"
 	}
 	return "a " + strings.TrimPrefix(goType, "*")
 }

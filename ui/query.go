@@ -1,0 +1,69 @@
+package ui
+
+import (
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/queuehq/queue/app"
+)
+
+// queryParams are the query parameters each API route takes, by method and
+// echo's route path: written once, read by checkQuery for every /api/
+// route. A route missing here takes none. So a typo (?qeue=email) is a 400
+// naming it, never a list that quietly ignores the filter.
+var queryParams = map[string][]string{
+	"GET /api/jobs":     {"queue", "kind", "status", "tag", "limit", "cursor", "order"},
+	"GET /api/jobs/:id": {"wait", "events"},
+	"GET /api/dlq":      {"queue", "kind", "tag", "reason", "limit", "cursor", "order"},
+	"GET /api/events":   {"queue", "kind"},
+	"GET /api/audit":    {"action", "before", "limit"},
+}
+
+// auditActions are the values GET /api/audit?action= takes: every action
+// the Service records (app/admin.go, app/service.go); a test checks that
+// each recorded action is here.
+var auditActions = []string{
+	"auth.denied", "dlq.move", "dlq.purge", "dlq.replay", "job.cancel",
+	"queue.drain", "queue.pause", "queue.resume",
+}
+
+// checkQuery refuses a request to an /api/ route that carries a query
+// parameter the route does not take, or one parameter twice: 400
+// invalid_field naming it and what the route takes.
+func (h *handler) checkQuery(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		path := c.Path()
+		if !strings.HasPrefix(path, "/api/") || c.Request().URL.RawQuery == "" {
+			return next(c)
+		}
+		route := c.Request().Method + " " + path
+		if c.Request().Method == http.MethodHead {
+			route = http.MethodGet + " " + path
+		}
+		takes := queryParams[route]
+		names := make([]string, 0, len(c.QueryParams()))
+		for name := range c.QueryParams() {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			if !slices.Contains(takes, name) {
+				list := "none"
+				if len(takes) > 0 {
+					list = strings.Join(takes, ", ")
+				}
+				return &apiError{Status: http.StatusBadRequest, Code: "invalid_field", Field: clip(name),
+					Message: "unknown query parameter " + strconv.Quote(clip(name)) + "; " + route + " takes " + list}
+			}
+			if len(c.QueryParams()[name]) > 1 {
+				return app.Invalid(name, "query parameter %s is given %d times; give it once", name, len(c.QueryParams()[name]))
+			}
+		}
+		return next(c)
+	}
+}
