@@ -7,12 +7,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/internal/sqlq"
 )
 
 // ListDead implements app.Store.
 func (s *Store) ListDead(ctx context.Context, f app.DeadFilter) ([]*app.DeadJob, error) {
 	w := deadWhere(f)
-	out, err := readRows(ctx, s, scanDead, `SELECT `+deadCols+` FROM dead_letter_jobs`+w.String()+page(f.Asc, f.Limit, 50, "moved_to_dead_letter_at", "id"), w.args...)
+	out, err := readRows(ctx, s, scanDead, `SELECT `+deadCols+` FROM dead_letter_jobs`+w.String()+sqlq.Page(f.Asc, f.Limit, 50, "moved_to_dead_letter_at", "id"), w.args...)
 	if err != nil {
 		return nil, fmt.Errorf("list dead-letter queue: %w", err)
 	}
@@ -33,14 +34,14 @@ func (s *Store) CountDead(ctx context.Context, f app.DeadFilter) (n int, err err
 func (w *wtx) selectDead(f app.DeadFilter) ([]*app.DeadJob, error) {
 	f.Asc = true
 	wh := deadWhere(f)
-	return scanDeads(w.query(`SELECT `+deadCols+` FROM dead_letter_jobs`+wh.String()+page(true, f.Limit, app.BulkBatch, "id")+` FOR UPDATE`, wh.args...))
+	return scanDeads(w.query(`SELECT `+deadCols+` FROM dead_letter_jobs`+wh.String()+sqlq.Page(true, f.Limit, app.BulkBatch, "id")+` FOR UPDATE`, wh.args...))
 }
 
 // Jobs implements app.Tx: it reads and locks the jobs of f, in id order.
 func (w *wtx) Jobs(f app.JobFilter) ([]*app.Job, error) {
 	f.Asc = true
 	wh := jobWhere(f, w.now)
-	return scanJobs(w.query(`SELECT `+jobCols+` FROM jobs`+wh.String()+page(true, f.Limit, app.BulkBatch, "id")+` FOR UPDATE`, wh.args...))
+	return scanJobs(w.query(`SELECT `+jobCols+` FROM jobs`+wh.String()+sqlq.Page(true, f.Limit, app.BulkBatch, "id")+` FOR UPDATE`, wh.args...))
 }
 
 // DeadGroups implements app.Store.

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/internal/sqlq"
 )
 
 // InsertJobs implements app.JobStore: a batch of plain jobs is gathered
@@ -146,8 +147,10 @@ func (s *Store) Lookup(ctx context.Context, id int64) (job *app.Job, dead *app.D
 		if job, err = scanJob(tx.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = $1`, id)); err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
-		dead, err = scanDead(tx.QueryRow(ctx, `SELECT `+deadCols+` FROM dead_letter_jobs WHERE id = $1`, id))
-		return ignore(err, pgx.ErrNoRows)
+		if dead, err = scanDead(tx.QueryRow(ctx, `SELECT `+deadCols+` FROM dead_letter_jobs WHERE id = $1`, id)); errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		return err
 	})
 	return app.Found(id, job, dead, mapErr(err))
 }
@@ -155,7 +158,7 @@ func (s *Store) Lookup(ctx context.Context, id int64) (job *app.Job, dead *app.D
 // List implements app.Store.
 func (s *Store) List(ctx context.Context, f app.JobFilter) ([]*app.Job, error) {
 	w := jobWhere(f, s.now())
-	out, err := readRows(ctx, s, scanJob, `SELECT `+jobCols+` FROM jobs`+w.String()+page(f.Asc, f.Limit, 50, "id"), w.args...)
+	out, err := readRows(ctx, s, scanJob, `SELECT `+jobCols+` FROM jobs`+w.String()+sqlq.Page(f.Asc, f.Limit, 50, "id"), w.args...)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/internal/sqlq"
 )
 
 // sortBy sorts s by the int64 key of each element.
@@ -179,7 +180,7 @@ func (s *Store) ListAudit(ctx context.Context, f app.AuditFilter) ([]app.AuditEn
 		err = row.Scan(&e.ID, &e.At, &e.Actor, &e.Action, &target, &filter, &e.Count)
 		e.At, e.Target, e.Filter = e.At.UTC(), deref(target), rawPtr(filter)
 		return e, err
-	}, `SELECT id, at, actor, action, target, filter::text, count FROM audit`+w.String()+page(false, f.Limit, 50, "id"), w.args...)
+	}, `SELECT id, at, actor, action, target, filter::text, count FROM audit`+w.String()+sqlq.Page(false, f.Limit, 50, "id"), w.args...)
 	if err != nil {
 		return nil, fmt.Errorf("list audit: %w", err)
 	}

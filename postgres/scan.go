@@ -1,12 +1,9 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -204,22 +201,4 @@ func conds(cs []app.Cond) *where {
 		}
 	}
 	return w
-}
-
-// page orders by cols, descending unless asc, and takes n rows (def if n
-// is not positive).
-func page(asc bool, n, def int, cols ...string) string {
-	dir := " DESC"
-	if asc {
-		dir = " ASC"
-	}
-	return " ORDER BY " + strings.Join(cols, dir+", ") + dir + " LIMIT " + strconv.Itoa(cmp.Or(max(n, 0), def))
-}
-
-// ignore is err, unless it is target.
-func ignore(err, target error) error {
-	if errors.Is(err, target) {
-		return nil
-	}
-	return err
 }

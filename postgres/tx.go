@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/internal/sqlq"
 )
 
 // wtx is one write transaction with what it collects on the way: its
@@ -433,7 +434,7 @@ func (w *wtx) DeleteDead(f app.DeadFilter) ([]app.Ref, error) {
 	f.Asc = true
 	wh := deadWhere(f)
 	refs, err := scanRefs(w.query(`DELETE FROM dead_letter_jobs WHERE id = ANY(ARRAY(SELECT id FROM dead_letter_jobs`+wh.String()+
-		page(true, f.Limit, app.BulkBatch, "id")+`)) RETURNING id, queue, kind`, wh.args...))
+		sqlq.Page(true, f.Limit, app.BulkBatch, "id")+`)) RETURNING id, queue, kind`, wh.args...))
 	sortBy(refs, func(r app.Ref) int64 { return r.ID })
 	return refs, err
 }

@@ -5,12 +5,13 @@ import (
 	"fmt"
 
 	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/internal/sqlq"
 )
 
 // ListDead implements app.Store.
 func (s *Store) ListDead(ctx context.Context, f app.DeadFilter) ([]*app.DeadJob, error) {
 	w := deadWhere(f)
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+deadCols+` FROM dead_letter_jobs`+w.String()+page(f.Asc, f.Limit, 50, "moved_to_dead_letter_at", "id"), w.args...)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+deadCols+` FROM dead_letter_jobs`+w.String()+sqlq.Page(f.Asc, f.Limit, 50, "moved_to_dead_letter_at", "id"), w.args...)
 	out, err := collect(rows, err, scanDead)
 	if err != nil {
 		return nil, fmt.Errorf("list dead-letter queue: %w", mapErr(err))
@@ -30,7 +31,7 @@ func (s *Store) CountDead(ctx context.Context, f app.DeadFilter) (int, error) {
 func (w *wtx) selectDead(f app.DeadFilter) ([]*app.DeadJob, error) {
 	f.Asc = true
 	wh := deadWhere(f)
-	rows, err := w.query(`SELECT `+deadCols+` FROM dead_letter_jobs`+wh.String()+page(true, f.Limit, app.BulkBatch, "id"), wh.args...)
+	rows, err := w.query(`SELECT `+deadCols+` FROM dead_letter_jobs`+wh.String()+sqlq.Page(true, f.Limit, app.BulkBatch, "id"), wh.args...)
 	return collect(rows, err, scanDead)
 }
 

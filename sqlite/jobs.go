@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/internal/sqlq"
 )
 
 // InsertJobs implements app.JobStore. Plain jobs need no lookup, so their
@@ -174,7 +175,7 @@ func (s *Store) Lookup(ctx context.Context, id int64) (job *app.Job, dead *app.D
 // List implements app.Store.
 func (s *Store) List(ctx context.Context, f app.JobFilter) ([]*app.Job, error) {
 	w := jobWhere(f, s.clock.Now())
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs`+w.String()+page(f.Asc, f.Limit, 50, "id"), w.args...)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs`+w.String()+sqlq.Page(f.Asc, f.Limit, 50, "id"), w.args...)
 	out, err := collect(rows, err, scanJob)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", mapErr(err))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/internal/sqlq"
 )
 
 func scanQueue(sc scanner) (q app.QueueState, err error) {
@@ -263,7 +264,7 @@ func (s *Store) ListAudit(ctx context.Context, f app.AuditFilter) ([]app.AuditEn
 		w.add("id < ?", f.BeforeID)
 	}
 	rows, err := s.rdb.QueryContext(ctx, `SELECT id, at, actor, action, target, filter, count FROM audit`+w.String()+
-		page(false, f.Limit, 50, "id"), w.args...)
+		sqlq.Page(false, f.Limit, 50, "id"), w.args...)
 	out, err := collect(rows, err, scanAudit)
 	if err != nil {
 		return nil, fmt.Errorf("list audit: %w", mapErr(err))

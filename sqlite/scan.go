@@ -1,12 +1,10 @@
 package sqlite
 
 import (
-	"cmp"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -236,16 +234,6 @@ func conds(table string, cs []app.Cond) *where {
 		}
 	}
 	return w
-}
-
-// page orders by cols, descending unless asc, and takes n rows (def if n
-// is not positive).
-func page(asc bool, n, def int, cols ...string) string {
-	dir := " DESC"
-	if asc {
-		dir = " ASC"
-	}
-	return " ORDER BY " + strings.Join(cols, dir+", ") + dir + " LIMIT " + strconv.Itoa(cmp.Or(max(n, 0), def))
 }
 
 // ignore is err, unless it is target.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/internal/sqlq"
 )
 
 // The writer's transaction as app.Tx: the steps of the lifecycle that
@@ -58,7 +59,7 @@ func (w *wtx) Stale(limit int) ([]*app.Job, error) {
 func (w *wtx) Jobs(f app.JobFilter) ([]*app.Job, error) {
 	f.Asc = true
 	wh := jobWhere(f, w.now)
-	return w.jobs(`SELECT `+jobCols+` FROM jobs`+wh.String()+page(true, f.Limit, app.BulkBatch, "id"), wh.args...)
+	return w.jobs(`SELECT `+jobCols+` FROM jobs`+wh.String()+sqlq.Page(true, f.Limit, app.BulkBatch, "id"), wh.args...)
 }
 
 // jobs reads the jobs q selects, all of them before it returns.
@@ -149,7 +150,7 @@ func (w *wtx) DeleteDead(f app.DeadFilter) ([]app.Ref, error) {
 	f.Asc = true
 	wh := deadWhere(f)
 	rows, err := w.query(`DELETE FROM dead_letter_jobs WHERE id IN (SELECT id FROM dead_letter_jobs`+wh.String()+
-		page(true, f.Limit, app.BulkBatch, "id")+`) RETURNING id, queue, kind`, wh.args...)
+		sqlq.Page(true, f.Limit, app.BulkBatch, "id")+`) RETURNING id, queue, kind`, wh.args...)
 	refs, err := collect(rows, err, scanRef)
 	slices.SortFunc(refs, func(a, b app.Ref) int { return cmp.Compare(a.ID, b.ID) })
 	return refs, err

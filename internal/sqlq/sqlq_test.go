@@ -1,0 +1,20 @@
+package sqlq
+
+import "testing"
+
+func TestPage(t *testing.T) {
+	for _, c := range []struct {
+		asc    bool
+		n, def int
+		cols   []string
+		want   string
+	}{
+		{false, 0, 50, []string{"id"}, " ORDER BY id DESC LIMIT 50"},
+		{true, 7, 50, []string{"moved_to_dead_letter_at", "id"}, " ORDER BY moved_to_dead_letter_at ASC, id ASC LIMIT 7"},
+		{false, -3, 10, []string{"a", "b"}, " ORDER BY a DESC, b DESC LIMIT 10"},
+	} {
+		if got := Page(c.asc, c.n, c.def, c.cols...); got != c.want {
+			t.Errorf("Page(%v, %d, %d, %v) = %q, want %q", c.asc, c.n, c.def, c.cols, got, c.want)
+		}
+	}
+}
