@@ -59,7 +59,7 @@ func toAPIError(err error) (*apiError, bool) {
 	case errors.Is(err, app.ErrQueueFull):
 		return newError(http.StatusTooManyRequests, "queue_full", "%s", message(err)), true
 	case errors.Is(err, app.ErrFilterRequired):
-		return newError(http.StatusBadRequest, "filter_required", "a bulk action needs at least one of queue, kind, tag (or reason, older_than), or \"allow_all\": true"), true
+		return newError(http.StatusBadRequest, "filter_required", "a bulk action needs ids, a queue, kind or tag, or \"allow_all\": true (reason, older_than, moved_after and moved_before only narrow it)"), true
 	case errors.Is(err, app.ErrTooManyWaiters):
 		return newError(http.StatusServiceUnavailable, "unavailable", "the server holds as many waiting requests as it allows (server.max_waiters); try again shortly"), true
 	case errors.Is(err, app.ErrUnavailable):
