@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -21,6 +22,25 @@ type Build struct {
 	Commit  string
 }
 
+// fromBuildInfo fills what -ldflags did not set from what the Go
+// toolchain recorded: the module version of `go install
+// github.com/queuehq/queue@v1.2.3`, and the commit of a build from a clone.
+func (b Build) fromBuildInfo() Build {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return b
+	}
+	if (b.Version == "" || b.Version == "dev") && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		b.Version = bi.Main.Version
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && b.Commit == "" {
+			b.Commit = s.Value[:min(len(s.Value), 7)]
+		}
+	}
+	return b
+}
+
 // usageError is a mistake in how the command was called: exit code 2.
 type usageError struct{ msg string }
 
@@ -29,7 +49,7 @@ func (e *usageError) Error() string { return e.msg }
 func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
 
 // Run runs the command line args and returns the exit code: 0 ok,
-// 1 failure, 2 usage error.
+// 1 failure, 2 usage error (a wrong flag, argument or config file).
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, b Build) int {
 	a := newApp(stdin, stdout, stderr, b)
 	err := a.RunContext(ctx, interspersed(a, args))
@@ -37,10 +57,14 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 0
 	}
 	var ue *usageError
+	var ce *configError
 	var ec cli.ExitCoder
 	switch {
 	case errors.As(err, &ue):
 		fmt.Fprintln(stderr, "queue:", ue.msg)
+		return 2
+	case errors.As(err, &ce): // a config serve refuses is a usage error, like a bad flag
+		fmt.Fprintln(stderr, "queue:", err)
 		return 2
 	case errors.As(err, &ec):
 		if msg := strings.TrimSpace(ec.Error()); msg != "" {
@@ -53,6 +77,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer, b Build) *cli.App {
+	b = b.fromBuildInfo()
 	if b.Version == "" {
 		b.Version = "dev"
 	}
@@ -85,29 +110,93 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer, b Build) *cli.App {
 			configCommand(),
 			versionCommand(b),
 			completionCommand(),
-		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return usagef("unknown command %q; see `queue --help`", c.Args().First())
-			}
-			cli.ShowAppHelp(c)
-			return usagef("give a command, e.g. `queue serve`")
+			manCommand(),
 		},
 		ExitErrHandler: func(c *cli.Context, err error) {}, // Run reports errors and picks exit codes
+	}
+	a.Action = func(c *cli.Context) error {
+		if c.NArg() > 0 {
+			return usagef("unknown command %q; the commands are: %s (see `queue --help`)", c.Args().First(), commandNames(a.Commands))
+		}
+		cli.ShowAppHelp(c)
+		return usagef("give a command, e.g. `queue serve`")
 	}
 	var walk func(cmds []*cli.Command, path string)
 	walk = func(cmds []*cli.Command, path string) {
 		for _, c := range cmds {
-			c.OnUsageError = onUsageError(path + " " + c.Name)
+			name := path + " " + c.Name
+			c.OnUsageError = onUsageError(name)
 			for _, f := range c.Flags {
 				defaultEnv(f)
+				switch f := f.(type) {
+				case *cli.StringFlag:
+					if f.Name == "server" {
+						c.Before = checkServer
+					}
+				case *cli.IntFlag:
+					if f.Name == "limit" {
+						f.Usage, f.Action = "rows per page, 1 to 1000", checkLimit
+					}
+				}
 			}
-			walk(c.Subcommands, path+" "+c.Name)
+			switch {
+			case len(c.Subcommands) > 0:
+				c.Action = unknownSubcommand(name, c)
+			case !takesArguments[name] && c.Action != nil:
+				c.Action = noArguments(name, c.Action)
+			}
+			walk(c.Subcommands, name)
 		}
 	}
 	walk(a.Commands, "queue")
 	a.OnUsageError = onUsageError("queue")
 	return a
+}
+
+// commandNames lists the names of cmds a person may type.
+func commandNames(cmds []*cli.Command) string {
+	var names []string
+	for _, c := range cmds {
+		if !c.Hidden && c.Name != "help" { // urfave/cli adds help to each group
+			names = append(names, c.Name)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// unknownSubcommand is the action of a command that only groups others
+// (queue jobs, queue config): without one of them, or with a name that is
+// none of them, it is a usage error listing them (exit 2).
+func unknownSubcommand(name string, parent *cli.Command) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		if c.NArg() > 0 {
+			return usagef("unknown command %q for `%s`; its commands are: %s (see `%s --help`)",
+				c.Args().First(), name, commandNames(parent.Subcommands), name)
+		}
+		return usagef("`%s` needs one of its commands: %s (see `%s --help`)", name, commandNames(parent.Subcommands), name)
+	}
+}
+
+// takesArguments are the commands that take arguments (an id, a queue, a
+// file, the worker's command) and check them themselves; every other
+// command takes flags only, and noArguments refuses an argument.
+var takesArguments = map[string]bool{
+	"queue submit": true, "queue serve": true, "queue migrate-store": true, // name the mistake themselves
+	"queue jobs show": true, "queue jobs cancel": true,
+	"queue dlq show": true, "queue dlq replay": true, "queue dlq purge": true, "queue dlq move": true,
+	"queue queues pause": true, "queue queues resume": true, "queue queues drain": true,
+	"queue work": true, "queue backup": true, "queue config check": true, "queue completion": true,
+}
+
+// noArguments wraps the action of a command that takes flags only: an
+// argument is a usage error, never silently ignored.
+func noArguments(name string, action cli.ActionFunc) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		if c.NArg() > 0 {
+			return usagef("`%s` takes no arguments, only flags (got %q); see `%s --help`", name, c.Args().First(), name)
+		}
+		return action(c)
+	}
 }
 
 // interspersed moves the flags of the command being run in front of its
@@ -153,10 +242,12 @@ func interspersed(a *cli.App, args []string) []string {
 			break
 		}
 		name := strings.TrimLeft(tok, "-")
-		if !strings.HasPrefix(tok, "-") || tok == "-" || !known[strings.SplitN(name, "=", 2)[0]] {
+		if !strings.HasPrefix(tok, "-") || tok == "-" {
 			pos = append(pos, tok)
 			continue
 		}
+		// A flag the command does not know goes in front too, so that
+		// urfave/cli names it ("flag provided but not defined: -dry-run").
 		flags = append(flags, tok)
 		if takesValue[name] && !strings.Contains(name, "=") && j+1 < len(rest) {
 			flags = append(flags, rest[j+1])
@@ -239,6 +330,25 @@ func completionCommand() *cli.Command {
 			}
 			fmt.Fprint(c.App.Writer, bashCompletion)
 			return nil
+		},
+	}
+}
+
+// manCommand prints the manual page, generated from the commands' own
+// help by urfave/cli, so it cannot drift from `--help`. The .deb ships it
+// as /usr/share/man/man1/queue.1.gz (make package).
+func manCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "man",
+		Usage:     "print the manual page (roff, section 1)",
+		UsageText: "queue man\n\nExamples:\n  queue man | man -l -\n  queue man | gzip -9n > /usr/local/share/man/man1/queue.1.gz",
+		Action: func(c *cli.Context) error {
+			page, err := c.App.ToManWithSection(1)
+			if err != nil {
+				return err
+			}
+			_, err = io.WriteString(c.App.Writer, page)
+			return err
 		},
 	}
 }

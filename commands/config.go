@@ -185,7 +185,7 @@ func defaultConfig() *config { return &config{Queues: map[string]app.QueueConfig
 func loadConfig(path string) (*config, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, &configError{Path: path, Msg: fmt.Sprintf("cannot read it: %v (give the path of a TOML file; see docs/configuration.md)", errors.Unwrap(err))}
 	}
 	return parseConfig(path, b)
 }
@@ -448,6 +448,14 @@ func (c *config) validateWorkers() error {
 		}
 		if len(w.Command) == 0 || w.Command[0] == "" {
 			return bad(key+".command", "a worker needs a command, as a list: command = [\"/usr/local/bin/job\", \"--flag\"]")
+		}
+		if w.Dir != "" {
+			if err := worker.CheckDir(w.Dir); err != nil {
+				return bad(key+".dir", "%v", err)
+			}
+		}
+		if err := worker.CheckCommand(w.Command, w.Dir); err != nil {
+			return bad(key+".command", "%v", err)
 		}
 		if w.Concurrency < 0 || w.Concurrency > 1000 {
 			return bad(key+".concurrency", "must be between 1 and 1000")

@@ -2,7 +2,6 @@ package commands
 
 import (
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -149,7 +148,7 @@ func dlqAction(c *cli.Context, action string) error {
 		return err
 	}
 	cl := newClient(c)
-	if err := confirmBulk(c, cl, action, in); err != nil {
+	if ok, err := confirmBulk(c, cl, action, in); !ok {
 		return err
 	}
 	res, err := cl.Bulk(c.Context, action, in)
@@ -239,31 +238,26 @@ func bulkInput(c *cli.Context, action string, when app.ReplayInput) (app.BulkInp
 	return in, nil
 }
 
-// confirmBulk asks on a terminal before a purge or a move, naming how many
-// rows or jobs a dry run found; a dry run, --yes and a replay (which
-// destroys nothing) do not ask. A "no" ends the command with exit code 1.
-func confirmBulk(c *cli.Context, cl *client.Client, action string, in app.BulkInput) error {
+// confirmBulk counts what a purge or a move would touch (a dry run) and
+// asks as confirmCount does; it reports whether to go ahead. A dry run, and
+// a replay (which destroys nothing), go ahead without asking.
+func confirmBulk(c *cli.Context, cl *client.Client, action string, in app.BulkInput) (bool, error) {
 	if in.DryRun || c.Bool("yes") || (action != app.BulkPurge && action != app.BulkMove) {
-		return nil
+		return true, nil
 	}
 	dry := in
 	dry.DryRun = true
 	res, err := cl.Bulk(c.Context, action, dry)
 	if err != nil {
-		return remoteErr(c, err)
+		return false, remoteErr(c, err)
 	}
-	what := "purge " + strconv.Itoa(res.Count) + " dead-letter rows"
+	what := "purge " + plural(res.Count, "dead-letter row")
+	none := "nothing to purge: no dead-letter row matches"
 	if action == app.BulkMove {
-		what = "move " + strconv.Itoa(res.Count) + " queued jobs to the dead-letter queue"
+		what = "move " + plural(res.Count, "queued job") + " to the dead-letter queue"
+		none = "nothing to move: no queued job matches"
 	}
-	ok, err := confirm(c, "About to "+what+". Go on?")
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return cli.Exit("nothing changed", 1)
-	}
-	return nil
+	return confirmCount(c, res.Count, what, none)
 }
 
 // printBulk prints what a bulk action did, or what it would have done and a

@@ -31,3 +31,25 @@ func TestEveryCommandHasAnExampleAndEnvVars(t *testing.T) {
 	}
 	walk(nil, a.Commands)
 }
+
+// takesArguments names real commands only, so a renamed command cannot
+// quietly lose its arguments (noArguments would refuse them).
+func TestTakesArgumentsNamesRealCommands(t *testing.T) {
+	a := newApp(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}, Build{})
+	leaves := map[string]bool{}
+	var walk func(prefix string, cmds []*cli.Command)
+	walk = func(prefix string, cmds []*cli.Command) {
+		for _, c := range cmds {
+			if len(c.Subcommands) == 0 {
+				leaves[prefix+" "+c.Name] = true
+			}
+			walk(prefix+" "+c.Name, c.Subcommands)
+		}
+	}
+	walk("queue", a.Commands)
+	for name := range takesArguments {
+		if !leaves[name] {
+			t.Errorf("takesArguments names %q, which is not a command", name)
+		}
+	}
+}

@@ -87,8 +87,13 @@ func migrateStore(c *cli.Context, from, to string, batch int) error {
 	})
 	if err != nil {
 		var le *sqlite.LockedError
-		if errors.As(err, &le) {
-			return fmt.Errorf("%w; nothing was copied", err)
+		if errors.As(err, &le) { // its own text suggests another --db, a flag migrate-store does not have
+			owner := le.Owner
+			if owner == "" {
+				owner = "another process"
+			}
+			return fmt.Errorf("%s is in use by %s (lock file %s.lock): stop that server first (e.g. `systemctl stop queue`), then run migrate-store again; nothing was copied",
+				le.Path, owner, le.Path)
 		}
 		return fmt.Errorf("copy: %w; nothing was copied, the target is unchanged", err)
 	}

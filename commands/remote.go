@@ -1,12 +1,12 @@
 package commands
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"sort"
 	"strconv"
@@ -26,6 +26,30 @@ func serverFlags() []cli.Flag {
 		&cli.StringFlag{Name: "server", Value: "http://127.0.0.1:8080", Usage: "server URL", EnvVars: []string{"QUEUE_SERVER"}},
 		&cli.StringFlag{Name: "token", Usage: "API token", EnvVars: []string{"QUEUE_TOKEN"}},
 	}
+}
+
+// checkServer is the Before of every command with --server: a bare
+// HOST:PORT means http://HOST:PORT; anything else that is not an http(s)
+// URL with a host is a usage error naming the flag.
+func checkServer(c *cli.Context) error {
+	s := strings.TrimSpace(c.String("server"))
+	if s != "" && !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	u, err := url.Parse(s)
+	if s == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return usagef("--server %q is not a server address: give http://HOST:PORT or HOST:PORT, e.g. http://127.0.0.1:8080", c.String("server"))
+	}
+	return c.Set("server", strings.TrimRight(s, "/"))
+}
+
+// checkLimit is the Action of every --limit (newApp sets it): a page of 1
+// to 1000 rows; a value outside is a usage error, not quietly the default.
+func checkLimit(c *cli.Context, n int) error {
+	if n < 1 || n > 1000 {
+		return usagef("--limit %d: want 1 to 1000 rows", n)
+	}
+	return nil
 }
 
 func jsonFlag() cli.Flag {
@@ -48,9 +72,11 @@ func newClient(c *cli.Context) *client.Client {
 func remoteErr(c *cli.Context, err error) error {
 	var ce *client.Error
 	if errors.As(err, &ce) {
-		switch ce.Status {
-		case 401:
-			return fmt.Errorf("%s: the server needs a token: pass --token or set QUEUE_TOKEN", ce.Message)
+		switch {
+		case ce.Status == 401 && c.String("token") == "":
+			return fmt.Errorf("%s needs a token: pass --token or set QUEUE_TOKEN", c.String("server"))
+		case ce.Status == 401:
+			return fmt.Errorf("%s refused the token given (401): check --token or QUEUE_TOKEN", c.String("server"))
 		}
 		return errors.New(ce.Message)
 	}
@@ -250,9 +276,12 @@ func jobsCommand() *cli.Command {
 		UsageText: "queue jobs list|show|cancel\n\nExamples:\n  queue jobs list --queue default --status queued\n  queue jobs show 42\n  queue jobs cancel 42",
 		Subcommands: []*cli.Command{
 			{
-				Name:      "list",
-				Usage:     "list jobs, newest first",
-				UsageText: "queue jobs list [--queue Q] [--kind K] [--status S] [--tag T] [--limit N]\n\nExample:\n  queue jobs list --status scheduled --json",
+				Name:  "list",
+				Usage: "list jobs, newest first",
+				UsageText: "queue jobs list [--queue Q] [--kind K] [--status S] [--tag T] [--limit N]\n\n" +
+					"Without --status it lists queued, processing, done and cancelled jobs; dead-lettered jobs live in the\n" +
+					"dead-letter queue: --status dead_letter (or `queue dlq list`) lists them.\n\n" +
+					"Examples:\n  queue jobs list --status scheduled --json\n  queue jobs list --status dead_letter",
 				Flags: withFlags(serverFlags(), []cli.Flag{
 					&cli.StringFlag{Name: "queue"}, &cli.StringFlag{Name: "kind"}, &cli.StringFlag{Name: "tag"},
 					&cli.StringFlag{Name: "status", Usage: "queued, scheduled, processing, done, cancelled or dead_letter"},
@@ -264,8 +293,8 @@ func jobsCommand() *cli.Command {
 			{
 				Name:      "show",
 				Usage:     "show one job",
-				UsageText: "queue jobs show ID\n\nExample:\n  queue jobs show 42 --json",
-				Flags:     withFlags(serverFlags(), []cli.Flag{jsonFlag(), &cli.BoolFlag{Name: "events", Usage: "include lifecycle events"}}),
+				UsageText: "queue jobs show ID [--events] [--json]\n\nExamples:\n  queue jobs show 42\n  queue jobs show 42 --events\n  queue jobs show 42 --json",
+				Flags:     withFlags(serverFlags(), []cli.Flag{jsonFlag(), &cli.BoolFlag{Name: "events", Usage: "include the job's lifecycle events (submitted, started, retried, ...)"}}),
 				Action:    jobsShow,
 			},
 			{
@@ -298,16 +327,30 @@ func jobsList(c *cli.Context) error {
 	if page.NextCursor != "" {
 		fmt.Fprintf(c.App.ErrWriter, "more: --cursor %s\n", page.NextCursor)
 	}
+	if c.String("status") == "" && c.String("cursor") == "" {
+		hintDeadLetters(c)
+	}
 	return nil
 }
 
-// jobsShow prints one job; as a table it includes its events.
+// hintDeadLetters says on stderr how to see dead-lettered jobs when a list
+// without --status leaves some out (they live in the dead-letter queue, not
+// among the jobs; see docs/concepts.md).
+func hintDeadLetters(c *cli.Context) {
+	dead, err := newClient(c).ListDead(c.Context, client.DeadListOptions{Queue: c.String("queue"), Kind: c.String("kind"), Tag: c.String("tag"), Limit: 1})
+	if err != nil || len(dead.Jobs) == 0 {
+		return
+	}
+	fmt.Fprintln(c.App.ErrWriter, "dead-lettered jobs are not listed without --status: see them with `queue jobs list --status dead_letter` or `queue dlq list`")
+}
+
+// jobsShow prints one job, with its lifecycle events when --events asks.
 func jobsShow(c *cli.Context) error {
 	id, err := idArg(c, "job")
 	if err != nil {
 		return err
 	}
-	job, err := newClient(c).Get(c.Context, id, client.GetOptions{Events: c.Bool("events") || !c.Bool("json")})
+	job, err := newClient(c).Get(c.Context, id, client.GetOptions{Events: c.Bool("events")})
 	if err != nil {
 		return remoteErr(c, err)
 	}
@@ -381,12 +424,12 @@ func printJob(w io.Writer, j *app.Job) {
 }
 
 func queuesCommand() *cli.Command {
-	pauseLike := func(name, usage string, fn func(c *cli.Context, cl *client.Client, q string) error) *cli.Command {
+	oneQueue := func(name, usage string, flags []cli.Flag, fn func(c *cli.Context, cl *client.Client, q string) error) *cli.Command {
 		return &cli.Command{
 			Name:      name,
 			Usage:     usage,
 			UsageText: "queue queues " + name + " QUEUE\n\nExample:\n  queue queues " + name + " emails",
-			Flags:     withFlags(serverFlags(), []cli.Flag{jsonFlag(), &cli.BoolFlag{Name: "dry-run", Usage: "drain: only count"}}),
+			Flags:     withFlags(serverFlags(), flags),
 			Action: func(c *cli.Context) error {
 				if c.NArg() != 1 {
 					return usagef("give one queue name, e.g. `queue queues %s default`", name)
@@ -395,6 +438,14 @@ func queuesCommand() *cli.Command {
 			},
 		}
 	}
+	drain := oneQueue("drain", "cancel every queued job of the queue (running jobs finish); asks first",
+		[]cli.Flag{jsonFlag(),
+			&cli.BoolFlag{Name: "dry-run", Usage: "only count the queued jobs it would cancel"},
+			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "do not ask to confirm (needed when stdin is not a terminal)"}},
+		queuesDrain)
+	drain.UsageText = "queue queues drain QUEUE [--dry-run] [--yes]\n\n" +
+		"Asks on a terminal before it cancels; elsewhere (cron, CI, a pipe) it needs --yes.\n\n" +
+		"Examples:\n  queue queues drain emails\n  queue queues drain emails --dry-run\n  queue queues drain emails --yes"
 	return &cli.Command{
 		Name:      "queues",
 		Usage:     "list, pause, resume and drain queues",
@@ -405,58 +456,76 @@ func queuesCommand() *cli.Command {
 				Usage:     "list queues with their state and policy",
 				UsageText: "queue queues list [--json]\n\nExample:\n  queue queues list",
 				Flags:     withFlags(serverFlags(), []cli.Flag{jsonFlag()}),
-				Action: func(c *cli.Context) error {
-					qs, err := newClient(c).Queues(c.Context)
-					if err != nil {
-						return remoteErr(c, err)
-					}
-					if c.Bool("json") {
-						return printJSON(c.App.Writer, map[string]any{"queues": qs})
-					}
-					tw := table(c.App.Writer)
-					fmt.Fprintln(tw, "QUEUE\tSTATE\tMAX ATTEMPTS\tTIMEOUT\tCONCURRENCY\tRATE\tMAX QUEUED")
-					for _, q := range qs {
-						state := "active"
-						if q.Paused {
-							state = "paused"
-						}
-						fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", q.Name, state, q.Config.MaxAttempts, q.Config.Timeout.D(),
-							limitText(float64(q.Config.Concurrency)), limitText(q.Config.Rate), limitText(float64(q.Config.MaxQueued)))
-					}
-					return tw.Flush()
-				},
+				Action:    queuesList,
 			},
-			pauseLike("pause", "stop handing out the queue's jobs (submissions still land)", func(c *cli.Context, cl *client.Client, q string) error {
+			oneQueue("pause", "stop handing out the queue's jobs (submissions still land)", nil, func(c *cli.Context, cl *client.Client, q string) error {
 				if err := cl.SetPaused(c.Context, q, true); err != nil {
 					return remoteErr(c, err)
 				}
 				fmt.Fprintf(c.App.Writer, "queue %s paused\n", q)
 				return nil
 			}),
-			pauseLike("resume", "hand out the queue's jobs again", func(c *cli.Context, cl *client.Client, q string) error {
+			oneQueue("resume", "hand out the queue's jobs again", nil, func(c *cli.Context, cl *client.Client, q string) error {
 				if err := cl.SetPaused(c.Context, q, false); err != nil {
 					return remoteErr(c, err)
 				}
 				fmt.Fprintf(c.App.Writer, "queue %s resumed\n", q)
 				return nil
 			}),
-			pauseLike("drain", "cancel every queued job of the queue (running jobs finish)", func(c *cli.Context, cl *client.Client, q string) error {
-				res, err := cl.Drain(c.Context, q, c.Bool("dry-run"))
-				if err != nil {
-					return remoteErr(c, err)
-				}
-				if c.Bool("json") {
-					return printJSON(c.App.Writer, res)
-				}
-				verb := "cancelled"
-				if res.DryRun {
-					verb = "would cancel"
-				}
-				fmt.Fprintf(c.App.Writer, "queue %s: %s %d queued jobs\n", q, verb, res.Count)
-				return nil
-			}),
+			drain,
 		},
 	}
+}
+
+// queuesList prints the queues with their state and policy.
+func queuesList(c *cli.Context) error {
+	qs, err := newClient(c).Queues(c.Context)
+	if err != nil {
+		return remoteErr(c, err)
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, map[string]any{"queues": qs})
+	}
+	tw := table(c.App.Writer)
+	fmt.Fprintln(tw, "QUEUE\tSTATE\tMAX ATTEMPTS\tTIMEOUT\tCONCURRENCY\tRATE\tMAX QUEUED")
+	for _, q := range qs {
+		state := "active"
+		if q.Paused {
+			state = "paused"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", q.Name, state, q.Config.MaxAttempts, q.Config.Timeout,
+			limitText(float64(q.Config.Concurrency)), limitText(q.Config.Rate), limitText(float64(q.Config.MaxQueued)))
+	}
+	return tw.Flush()
+}
+
+// queuesDrain cancels the queued jobs of q after confirmCount's rule: it
+// counts them first (a dry run) unless --yes or --dry-run says not to ask.
+func queuesDrain(c *cli.Context, cl *client.Client, q string) error {
+	if !c.Bool("dry-run") && !c.Bool("yes") {
+		dry, err := cl.Drain(c.Context, q, true)
+		if err != nil {
+			return remoteErr(c, err)
+		}
+		ok, err := confirmCount(c, dry.Count, "cancel "+plural(dry.Count, "queued job")+" of queue "+q,
+			"nothing to drain: queue "+q+" holds no queued job")
+		if !ok {
+			return err
+		}
+	}
+	res, err := cl.Drain(c.Context, q, c.Bool("dry-run"))
+	if err != nil {
+		return remoteErr(c, err)
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, res)
+	}
+	verb := "cancelled"
+	if res.DryRun {
+		verb = "would cancel"
+	}
+	fmt.Fprintf(c.App.Writer, "queue %s: %s %s\n", q, verb, plural(res.Count, "queued job"))
+	return nil
 }
 
 func limitText(v float64) string {
@@ -543,19 +612,4 @@ func auditCommand() *cli.Command {
 			return tw.Flush()
 		},
 	}
-}
-
-// confirm asks on a terminal; elsewhere (scripts, pipes) it does not ask.
-func confirm(c *cli.Context, question string) (bool, error) {
-	f, ok := c.App.Reader.(*os.File)
-	if !ok || !isTerminal(f) {
-		return true, nil
-	}
-	fmt.Fprintf(c.App.ErrWriter, "%s [y/N] ", question)
-	line, err := bufio.NewReader(c.App.Reader).ReadString('\n')
-	if err != nil && line == "" {
-		return false, nil
-	}
-	ans := strings.ToLower(strings.TrimSpace(line))
-	return ans == "y" || ans == "yes", nil
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -28,19 +29,7 @@ func serveCommand(b Build) *cli.Command {
 		UsageText: "queue serve [--db PATH|postgres://...|memory] [--addr 127.0.0.1:8080] [--config queue.toml]\n\n" +
 			"Examples:\n  queue serve\n  queue serve --db /var/lib/queue/queue.db --config /etc/queue/queue.toml\n" +
 			"  QUEUE_TOKEN=$(openssl rand -hex 24) queue serve --addr 0.0.0.0:8080",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "db", Usage: "database: a SQLite file, postgres://..., or memory (default: queue.db, or $STATE_DIRECTORY/queue.db under systemd)", EnvVars: []string{"QUEUE_DB"}},
-			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Usage: "listen address", EnvVars: []string{"QUEUE_ADDR"}},
-			&cli.StringFlag{Name: "config", Usage: "config file (TOML)", EnvVars: []string{"QUEUE_CONFIG"}},
-			&cli.StringFlag{Name: "sync", Value: "full", Usage: "SQLite durability: full (survives power loss) or normal (faster; the last commits may be lost on power loss)", EnvVars: []string{"QUEUE_SYNC"}},
-			&cli.StringFlag{Name: "token", Usage: "API token required on every request (named \"default\" in the audit trail)", EnvVars: []string{"QUEUE_TOKEN"}},
-			&cli.StringFlag{Name: "token-file", Usage: "file holding the \"default\" token instead of --token, e.g. a systemd credential: ${CREDENTIALS_DIRECTORY}/NAME", EnvVars: []string{"QUEUE_TOKEN_FILE"}},
-			&cli.StringSliceFlag{Name: "allowed-hosts", Usage: "Host names requests may carry besides this machine's, comma-separated, added to allowed_hosts of the config (*.example.com: any subdomain)", EnvVars: []string{"QUEUE_ALLOWED_HOSTS"}},
-			&cli.BoolFlag{Name: "insecure", Usage: "allow a non-loopback address without a token", EnvVars: []string{"QUEUE_INSECURE"}},
-			&cli.StringFlag{Name: "log-format", Usage: "console or json (default: console on a terminal, json otherwise)", EnvVars: []string{"QUEUE_LOG_FORMAT"}},
-			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: []string{"QUEUE_LOG_LEVEL"}},
-			&cli.DurationFlag{Name: "grace", Value: 30 * time.Second, Usage: "how long running jobs of built-in workers may finish on shutdown", EnvVars: []string{"QUEUE_GRACE"}},
-		},
+		Flags: serveFlags(),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usagef("serve takes no arguments (got %q); flags go before nothing else", c.Args().First())
@@ -48,6 +37,24 @@ func serveCommand(b Build) *cli.Command {
 			tuneGC()
 			return serve(c, b)
 		},
+	}
+}
+
+// serveFlags are the flags of serve. config check takes them too (hidden),
+// so that it reads the flags and QUEUE_* variables as serve does.
+func serveFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "db", Usage: "database: a SQLite file, postgres://..., or memory (default: queue.db, or $STATE_DIRECTORY/queue.db under systemd)", EnvVars: []string{"QUEUE_DB"}},
+		&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Usage: "listen address", EnvVars: []string{"QUEUE_ADDR"}},
+		&cli.StringFlag{Name: "config", Usage: "config file (TOML)", EnvVars: []string{"QUEUE_CONFIG"}},
+		&cli.StringFlag{Name: "sync", Value: "full", Usage: "SQLite durability: full (survives power loss) or normal (faster; the last commits may be lost on power loss)", EnvVars: []string{"QUEUE_SYNC"}},
+		&cli.StringFlag{Name: "token", Usage: "API token required on every request (named \"default\" in the audit trail)", EnvVars: []string{"QUEUE_TOKEN"}},
+		&cli.StringFlag{Name: "token-file", Usage: "file holding the \"default\" token instead of --token, e.g. a systemd credential: ${CREDENTIALS_DIRECTORY}/NAME", EnvVars: []string{"QUEUE_TOKEN_FILE"}},
+		&cli.StringSliceFlag{Name: "allowed-hosts", Usage: "Host names requests may carry besides this machine's, comma-separated, added to allowed_hosts of the config (*.example.com: any subdomain)", EnvVars: []string{"QUEUE_ALLOWED_HOSTS"}},
+		&cli.BoolFlag{Name: "insecure", Usage: "allow a non-loopback address without a token", EnvVars: []string{"QUEUE_INSECURE"}},
+		&cli.StringFlag{Name: "log-format", Usage: "console or json (default: console on a terminal, json otherwise)", EnvVars: []string{"QUEUE_LOG_FORMAT"}},
+		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: []string{"QUEUE_LOG_LEVEL"}},
+		&cli.DurationFlag{Name: "grace", Value: 30 * time.Second, Usage: "how long running jobs of built-in workers may finish on shutdown", EnvVars: []string{"QUEUE_GRACE"}},
 	}
 }
 
@@ -131,6 +138,11 @@ func serveConfig(c *cli.Context) (*config, error) {
 	return cfg, nil
 }
 
+// Logs write durations as strings ("492ms", "1m30s"), never as a bare
+// number whose unit a reader has to guess. It is zerolog's global, so it
+// holds for every component's logger in this process.
+func init() { zerolog.DurationFieldFormat = zerolog.DurationFormatString }
+
 // newLogger writes console lines on a terminal and JSON otherwise.
 func newLogger(w io.Writer, format, level string) zerolog.Logger {
 	if format == "" {
@@ -150,9 +162,36 @@ func newLogger(w io.Writer, format, level string) zerolog.Logger {
 	return zerolog.New(out).Level(lvl).With().Timestamp().Logger()
 }
 
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+// checkServe runs every check of cfg that needs neither the database nor
+// the port: serve runs it before it opens (and so creates) the database,
+// and `config check` runs it on the same config, so a config that serve
+// refuses fails there too. (Loading the config checked its keys, token
+// files and the commands and dirs of its workers.)
+func checkServe(cfg *config) error {
+	if _, port, err := net.SplitHostPort(cfg.Server.Addr); err != nil || port == "" {
+		return usagef("address %q (--addr, QUEUE_ADDR or server.addr) is not HOST:PORT, e.g. 127.0.0.1:8080", cfg.Server.Addr)
+	}
+	if !loopback(cfg.Server.Addr) && len(cfg.Tokens) == 0 && !cfg.Server.Insecure {
+		return usagef("refusing to listen on %s without a token: anyone who reaches it could run and delete jobs; "+
+			"set --token (or QUEUE_TOKEN, or [[tokens]] in the config), listen on 127.0.0.1, or pass --insecure", cfg.Server.Addr)
+	}
+	return checkDB(cfg.Server.DB)
+}
+
+// checkDB checks a --db value without opening it: memory, postgres://...,
+// or a SQLite file in a directory that exists.
+func checkDB(dsn string) error {
+	switch {
+	case dsn == "memory", strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		return nil
+	case strings.Contains(dsn, "://"):
+		return usagef("--db %q: unsupported; give a SQLite file path, postgres://..., or memory", redactDSN(dsn))
+	}
+	dir := filepath.Dir(dsn)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return usagef("--db %s: the directory %s does not exist; create it or give another path", dsn, dir)
+	}
+	return nil
 }
 
 // loopback reports whether addr listens only on this host.
@@ -175,22 +214,24 @@ func serve(c *cli.Context, b Build) error {
 	}
 	log := newLogger(c.App.ErrWriter, cfg.Server.LogFormat, cfg.Server.LogLevel)
 	warnReadableTokens(log, cfg.Path)
-	if !loopback(cfg.Server.Addr) && len(cfg.Tokens) == 0 && !cfg.Server.Insecure {
-		return usagef("refusing to listen on %s without a token: anyone who reaches it could run and delete jobs; "+
-			"set --token (or QUEUE_TOKEN, or [[tokens]] in the config), listen on 127.0.0.1, or pass --insecure", cfg.Server.Addr)
+	if err := checkServe(cfg); err != nil {
+		return err
 	}
 	ctx := c.Context
 	start := time.Now()
-	store, svc, metrics, err := openService(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-
+	// The port before the database: a server that cannot listen leaves no
+	// new database file behind.
 	ln, err := net.Listen("tcp", cfg.Server.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another server running? pick another --addr)", cfg.Server.Addr, err)
 	}
+	store, svc, metrics, err := openService(ctx, cfg, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer store.Close()
+
 	sched := &app.Scheduler{Service: svc}
 	if err := sched.Start(ctx); err != nil {
 		ln.Close()
@@ -219,7 +260,7 @@ func serve(c *cli.Context, b Build) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info().Str("addr", "http://"+ln.Addr().String()).Str("db", redactDSN(cfg.Server.DB)).Str("version", b.Version).
-		Int("workers", len(pools)).Dur("started_in", time.Since(start)).Msg("queue serving")
+		Int("workers", len(pools)).Dur("started_in", time.Since(start).Round(time.Millisecond)).Msg("queue serving")
 	notifySystemd("READY=1\nSTATUS=serving on " + ln.Addr().String())
 	stopWatchdog := startWatchdog(bg, store)
 	defer stopWatchdog()

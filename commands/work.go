@@ -81,6 +81,14 @@ func workFlags(c *cli.Context) (map[string]string, error) {
 	if len(argv) == 0 || argv[0] == "" {
 		return nil, usagef("give the command to run for each job after --, e.g. `queue work --queue %s -- ./handle-job.sh`", c.String("queue"))
 	}
+	if d := c.String("dir"); d != "" {
+		if err := worker.CheckDir(d); err != nil {
+			return nil, usagef("--dir: %v", err)
+		}
+	}
+	if err := worker.CheckCommand(argv, c.String("dir")); err != nil {
+		return nil, usagef("%v", err)
+	}
 	switch c.String("log-format") {
 	case "", "console", "json":
 	default:

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"sync"
 	"time"
 
@@ -25,17 +24,7 @@ type workerPool interface {
 func startWorkers(ctx context.Context, svc *app.Service, cfg *config, log zerolog.Logger) ([]workerPool, error) {
 	host, _ := os.Hostname()
 	var pools []workerPool
-	for i, w := range cfg.Workers {
-		if _, err := exec.LookPath(w.Command[0]); err != nil {
-			log.Warn().Err(err).Int("worker", i).Str("command", w.Command[0]).
-				Msg("worker command not found (yet): its jobs will fail and retry until it is")
-		}
-		if w.Dir != "" {
-			if st, err := os.Stat(w.Dir); err != nil || !st.IsDir() {
-				stopWorkers(pools, 0, log)
-				return nil, fmt.Errorf("workers[%d].dir %q is not a directory; create it or fix the config", i, w.Dir)
-			}
-		}
+	for i, w := range cfg.Workers { // their commands and dirs were checked with the config (validateWorkers)
 		killGrace := w.KillGrace.D()
 		if killGrace <= 0 {
 			killGrace = worker.DefaultKillGrace

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -37,6 +39,58 @@ type CommandConfig struct {
 	// KillGrace is how long the process group has between SIGTERM and
 	// SIGKILL, and how long its output is read after it exits. If zero, 10s.
 	KillGrace time.Duration
+}
+
+// CheckCommand reports whether argv can run as a job's command, before any
+// job does: argv[0] without a slash must be found on PATH; with one it must
+// be an executable file, a relative path taken from dir (the command's
+// working directory) or, if dir is empty, from this one. The error names the
+// command, where it looked, and the fix. `queue work` and the config of
+// built-in workers refuse to start on it, so no job walks to the dead-letter
+// queue with "no such file".
+func CheckCommand(argv []string, dir string) error {
+	if len(argv) == 0 || argv[0] == "" {
+		return errors.New("no command given")
+	}
+	name := argv[0]
+	if !strings.Contains(name, "/") {
+		if _, err := exec.LookPath(name); err != nil {
+			return fmt.Errorf("command %q is not found on PATH (%s): install it, or give its path (./%s for one in the working directory)", name, os.Getenv("PATH"), name)
+		}
+		return nil
+	}
+	path := name
+	if !filepath.IsAbs(path) {
+		base := dir
+		if base == "" {
+			base, _ = os.Getwd()
+		}
+		path = filepath.Join(base, path)
+	}
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("command %s does not exist (looked for %s): fix the path, or create the file", name, path)
+	case err != nil:
+		return fmt.Errorf("command %s: %w", name, err)
+	case st.IsDir():
+		return fmt.Errorf("command %s is a directory (%s), not a program", name, path)
+	case st.Mode()&0o111 == 0 || syscall.Access(path, 1) != nil: // 1: X_OK
+		return fmt.Errorf("command %s is not executable (%s, mode %s): chmod +x it, or run it through its interpreter (sh %s)", name, path, st.Mode().Perm(), name)
+	}
+	return nil
+}
+
+// CheckDir reports whether dir can be a command's working directory.
+func CheckDir(dir string) error {
+	st, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return fmt.Errorf("working directory %s: %w; create it or fix the path", dir, errors.Unwrap(err))
+	case !st.IsDir():
+		return fmt.Errorf("working directory %s is not a directory", dir)
+	}
+	return nil
 }
 
 // Exit codes and limits of the command contract.

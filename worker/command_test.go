@@ -345,3 +345,39 @@ func TestCommandOutputBoundedMemory(t *testing.T) {
 		})
 	}
 }
+
+// CheckCommand finds what exec would run, before any job does: a name on
+// PATH, or a path (relative to the command's dir) to an executable file.
+func TestCheckCommand(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "run.sh"), []byte("#!/bin/sh\n"), 0o755)
+	os.WriteFile(filepath.Join(dir, "plain.txt"), []byte("x"), 0o644)
+	os.Mkdir(filepath.Join(dir, "sub"), 0o755)
+	for _, tc := range []struct {
+		argv []string
+		dir  string
+		want string // "" for no error
+	}{
+		{[]string{"sh", "-c", "true"}, "", ""},
+		{[]string{filepath.Join(dir, "run.sh")}, "", ""},
+		{[]string{"./run.sh"}, dir, ""},
+		{[]string{"../run.sh"}, filepath.Join(dir, "sub"), ""},
+		{[]string{"./run.sh"}, filepath.Join(dir, "sub"), "does not exist (looked for " + filepath.Join(dir, "sub", "run.sh") + ")"},
+		{[]string{"./plain.txt"}, dir, "is not executable"},
+		{[]string{"./sub"}, dir, "is a directory"},
+		{[]string{"no-such-program-anywhere"}, "", "is not found on PATH"},
+		{[]string{""}, "", "no command"},
+		{nil, "", "no command"},
+	} {
+		err := CheckCommand(tc.argv, tc.dir)
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("CheckCommand(%q, %q) = %v, want %q", tc.argv, tc.dir, err, tc.want)
+		}
+	}
+	if err := CheckDir(filepath.Join(dir, "run.sh")); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("CheckDir(a file) = %v", err)
+	}
+	if err := CheckDir(filepath.Join(dir, "none")); err == nil || !strings.Contains(err.Error(), "create it") {
+		t.Errorf("CheckDir(missing) = %v", err)
+	}
+}

@@ -347,7 +347,7 @@ func (p *Pool) claimLoop() {
 			if !Retryable(err) {
 				d, lvl = max(d, maxRetryDelay), zerolog.ErrorLevel // a mistake: retrying will not fix it soon
 			}
-			p.Log.WithLevel(lvl).Err(err).Dur("retry_in", d).Msg("claim failed")
+			p.Log.WithLevel(lvl).Err(err).Dur("retry_in", d.Round(time.Millisecond)).Msg("claim failed")
 			if !p.sleep(p.claimCtx, d) {
 				return
 			}
@@ -535,7 +535,7 @@ func (p *Pool) heartbeat(log *jobLog, job *app.Job, leaseLen, interval time.Dura
 			return
 		default:
 			next = bo.next()
-			log.get().Warn().Err(err).Dur("retry_in", next).Msg("heartbeat failed")
+			log.get().Warn().Err(err).Dur("retry_in", next.Round(time.Millisecond)).Msg("heartbeat failed")
 		}
 		if t == nil {
 			t = time.NewTimer(next)
@@ -580,7 +580,7 @@ func (p *Pool) report(log *jobLog, what string, until time.Time, fn func(context
 			return err
 		}
 		d := bo.next()
-		log.get().Warn().Err(err).Dur("retry_in", d).Msg(what + " failed; retrying")
+		log.get().Warn().Err(err).Dur("retry_in", d.Round(time.Millisecond)).Msg(what + " failed; retrying")
 		if !p.sleep(p.ioCtx, d) {
 			log.get().Error().Err(err).Msg(what + " failed; giving up (the lease will expire and the job run again)")
 			return err
