@@ -17,9 +17,9 @@ import (
 // route. A route missing here takes none. So a typo (?qeue=email) is a 400
 // naming it, never a list that quietly ignores the filter.
 var queryParams = map[string][]string{
-	"GET /api/jobs":     {"queue", "kind", "status", "tag", "limit", "cursor", "order"},
+	"GET /api/jobs":     {"queue", "kind", "status", "tag", "replayed_from", "limit", "cursor", "order"},
 	"GET /api/jobs/:id": {"wait", "events"},
-	"GET /api/dlq":      {"queue", "kind", "tag", "reason", "limit", "cursor", "order"},
+	"GET /api/dlq":      {"queue", "kind", "tag", "reason", "moved_after", "moved_before", "replayed", "limit", "cursor", "order"},
 	"GET /api/events":   {"queue", "kind"},
 	"GET /api/audit":    {"action", "before", "limit"},
 }
