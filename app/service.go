@@ -185,6 +185,7 @@ func (s *Service) Events(ctx context.Context, id int64) ([]Event, error) {
 // ListInput is the query of GET /api/jobs.
 type ListInput struct {
 	Queue, Kind, Status, Tag string
+	ReplayedFrom             int64 // the dead-letter row the jobs were replayed from
 	Limit                    int
 	Cursor                   string
 	Asc                      bool
@@ -227,7 +228,7 @@ func (s *Service) List(ctx context.Context, in ListInput) (*JobPage, error) {
 }
 
 func (in ListInput) filter() (JobFilter, error) {
-	f := JobFilter{Queue: in.Queue, Kind: in.Kind, Tag: in.Tag, Status: in.Status, Asc: in.Asc, Limit: in.Limit}
+	f := JobFilter{Queue: in.Queue, Kind: in.Kind, Tag: in.Tag, Status: in.Status, ReplayedFrom: in.ReplayedFrom, Asc: in.Asc, Limit: in.Limit}
 	if f.Queue != "" {
 		if err := ValidateQueue(f.Queue); err != nil {
 			return f, Invalid("queue", "%v", err)

@@ -147,6 +147,7 @@ func (h *handler) routes(e *echo.Echo) {
 	api.POST("/queues/:queue/resume", h.resume)
 	api.POST("/queues/:queue/drain", h.drain)
 	api.GET("/dlq", scopedQueueParam(h.listDead))
+	api.GET("/dlq/stats", h.deadStats)
 	api.GET("/dlq/:id", h.getDead)
 	api.POST("/dlq/:id/replay", h.replay)
 	api.DELETE("/dlq/:id", h.purge)
@@ -357,8 +358,12 @@ func listInput(c echo.Context) (app.ListInput, error) {
 	if err != nil {
 		return app.ListInput{}, err
 	}
+	from, err := queryInt(c, "replayed_from")
+	if err != nil {
+		return app.ListInput{}, err
+	}
 	return app.ListInput{Queue: c.QueryParam("queue"), Kind: c.QueryParam("kind"), Status: c.QueryParam("status"),
-		Tag: c.QueryParam("tag"), Limit: limit, Cursor: c.QueryParam("cursor"), Asc: asc}, nil
+		Tag: c.QueryParam("tag"), ReplayedFrom: int64(from), Limit: limit, Cursor: c.QueryParam("cursor"), Asc: asc}, nil
 }
 
 func (h *handler) getJob(c echo.Context) error {
@@ -670,12 +675,50 @@ func (h *handler) listDead(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page, err := h.svc.ListDead(c.Request().Context(), app.DeadListInput{Queue: c.QueryParam("queue"), Kind: c.QueryParam("kind"),
-		Tag: c.QueryParam("tag"), Reason: c.QueryParam("reason"), Limit: limit, Cursor: c.QueryParam("cursor"), Asc: asc})
+	in := app.DeadListInput{Queue: c.QueryParam("queue"), Kind: c.QueryParam("kind"),
+		Tag: c.QueryParam("tag"), Reason: c.QueryParam("reason"), Limit: limit, Cursor: c.QueryParam("cursor"), Asc: asc}
+	if in.MovedAfter, err = queryTime(c, "moved_after"); err != nil {
+		return err
+	}
+	if in.MovedBefore, err = queryTime(c, "moved_before"); err != nil {
+		return err
+	}
+	if v := c.QueryParam("replayed"); v != "" {
+		b, err := queryBool(c, "replayed")
+		if err != nil {
+			return err
+		}
+		in.Replayed = &b
+	}
+	page, err := h.svc.ListDead(c.Request().Context(), in)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, page)
+}
+
+// deadStats is GET /api/dlq/stats: the DLQ's rows by queue, kind, reason
+// and day, of the queues the token may see.
+func (h *handler) deadStats(c echo.Context) error {
+	p := who(c)
+	st, err := h.svc.DeadStats(c.Request().Context(), func(q string) bool { return !p.restricted() || p.allowsQueue(q) })
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, st)
+}
+
+// queryTime reads an RFC 3339 time from query parameter name (nil if absent).
+func queryTime(c echo.Context, name string) (*time.Time, error) {
+	v := c.QueryParam(name)
+	if v == "" {
+		return nil, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return nil, app.Invalid(name, "%s %q is not an RFC 3339 time (2026-12-01T15:04:05Z)", name, clip(v))
+	}
+	return &t, nil
 }
 
 func (h *handler) getDead(c echo.Context) error {
@@ -705,6 +748,10 @@ func (h *handler) replay(c echo.Context) error {
 	if err := h.checkDead(c, id); err != nil {
 		return err
 	}
+	if err := checkQueue(c, in.Queue); err != nil && in.Queue != "" { // the queue it goes to
+		return err
+	}
+	in.IdempotencyKey = c.Request().Header.Get("Idempotency-Key")
 	job, err := h.svc.Replay(c.Request().Context(), id, in, actor(c))
 	if err != nil {
 		return err
@@ -737,6 +784,11 @@ func (h *handler) bulk(action string) echo.HandlerFunc {
 		}
 		if err := checkQueue(c, in.Queue); err != nil && in.Queue != "" {
 			return err
+		}
+		if in.Set != nil && in.Set.Queue != "" {
+			if err := checkQueue(c, in.Set.Queue); err != nil { // the queue the jobs go to
+				return err
+			}
 		}
 		res, err := h.svc.BulkDead(c.Request().Context(), action, in, actor(c))
 		if err != nil {
