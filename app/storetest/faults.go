@@ -189,6 +189,32 @@ var faultCases = []faultCase{
 			return err
 		}
 	}},
+	{"submit with an idempotency key and a queue limit", app.FaultJobInsert, 1, func(e *env) func() error {
+		// Not a plain batch: the rules of app.Submit over the Tx, which
+		// inserts the second job after the first one's row is written.
+		return func() error {
+			_, err := app.Submit(e.ctx, e.s, app.SubmitRequest{Jobs: []app.NewJob{e.newJob("q", "a", withKey("k1")), e.newJob("q", "b")},
+				MaxQueued: map[string]int{"q": 10}})
+			return err
+		}
+	}},
+	{"move a cancelled job by id, with a note", app.FaultDeadLetterInsert, 0, func(e *env) func() error {
+		j := e.submitOne("q", "k")
+		if _, err := app.Cancel(e.ctx, e.s, app.CancelRequest{ID: j.ID}); err != nil {
+			e.t.Fatal(err)
+		}
+		return func() error {
+			_, err := app.MoveToDead(e.ctx, e.s, app.JobFilter{IDs: []int64{j.ID}, StatusIn: []app.Status{app.StatusCancelled}}, "bad data", nil)
+			return err
+		}
+	}},
+	{"replay carrying an idempotency key", app.FaultJobInsert, 0, func(e *env) func() error {
+		d := e.deadLetter(e.submitOne("q", "k", withKey("k2")))
+		return func() error {
+			_, err := app.Replay(e.ctx, e.s, app.ReplayRequest{Filter: app.DeadFilter{IDs: []int64{d.ID}, Limit: 1}})
+			return err
+		}
+	}},
 }
 
 // Every write that changes a job is one transaction: a fault at its point,
