@@ -21,7 +21,21 @@ type Config struct {
 	// zero, DefaultEventRetention is used.
 	EventRetention Duration
 	AuditRetention Duration
+	// DLQAlert, if its Queue is set, submits a job there when a queue's
+	// dead-letter rows reach Threshold (see Maintainer.AlertDLQ).
+	DLQAlert DLQAlert
 }
+
+// DLQAlert is the alert hook of the dead-letter queue: a job of kind
+// AlertKind in Queue, for an operator's own worker (mail, chat, a pager) to
+// carry out.
+type DLQAlert struct {
+	Queue     string
+	Threshold int // rows in one queue's DLQ; if zero, 100
+}
+
+// AlertKind is the kind of the jobs the DLQ alert hook submits.
+const AlertKind = "dlq.alert"
 
 // QueueConfig is the policy of one queue. Zero fields take the [defaults]
 // section, then the built-in defaults. The toml tags are its keys in the

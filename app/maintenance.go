@@ -1,7 +1,9 @@
 package app
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 )
@@ -12,6 +14,9 @@ import (
 // tests call Tick and Sweep after moving a FakeClock instead of sleeping.
 type Maintainer struct {
 	Service *Service
+
+	alerted   map[string]bool // queues over the DLQ alert threshold at the last check
+	alertedAt time.Time       // the last check
 }
 
 // Tick runs one round of the every-second work: stale leases, then TTLs.
@@ -45,6 +50,39 @@ func (m *Maintainer) Tick(ctx context.Context) error {
 	return nil
 }
 
+// AlertDLQ, at most once a minute, submits a job of kind AlertKind (payload
+// {"queue", "dead_letter", "threshold"}) to the DLQ alert hook's queue for
+// each queue whose dead-letter rows reached the threshold since the last
+// check: once per crossing, and at most once a day per queue (the job's
+// idempotency key), also across restarts and leaders.
+func (m *Maintainer) AlertDLQ(ctx context.Context) error {
+	s := m.Service
+	a, now := s.Config.DLQAlert, s.Clock.Now()
+	if a.Queue == "" || now.Sub(m.alertedAt) < time.Minute {
+		return nil
+	}
+	m.alertedAt = now
+	threshold := cmp.Or(a.Threshold, 100)
+	stats, err := s.Store.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	over := map[string]bool{}
+	for _, q := range stats {
+		if over[q.Queue] = q.DeadLetter >= int64(threshold); !over[q.Queue] || m.alerted[q.Queue] || q.Queue == a.Queue {
+			continue
+		}
+		payload, _ := json.Marshal(map[string]any{"queue": q.Queue, "dead_letter": q.DeadLetter, "threshold": threshold})
+		key := "dlq.alert " + q.Queue + " " + now.UTC().Format(time.DateOnly)
+		if _, err := s.Submit(ctx, []SubmitInput{{Queue: a.Queue, Kind: AlertKind, Payload: payload, IdempotencyKey: key}}); err != nil {
+			return err
+		}
+		s.Log.Warn().Str("queue", q.Queue).Int64("dead_letter", q.DeadLetter).Int("threshold", threshold).Msg("dead-letter queue over its alert threshold")
+	}
+	m.alerted = over
+	return nil
+}
+
 // Run calls Tick every interval (if zero, 1s) until ctx is done.
 func (m *Maintainer) Run(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
@@ -55,6 +93,9 @@ func (m *Maintainer) Run(ctx context.Context, interval time.Duration) {
 	for {
 		if err := m.Tick(ctx); err != nil && ctx.Err() == nil {
 			m.Service.Log.Error().Err(err).Msg("maintenance tick failed")
+		}
+		if err := m.AlertDLQ(ctx); err != nil && ctx.Err() == nil {
+			m.Service.Log.Error().Err(err).Msg("dead-letter alert check failed")
 		}
 		select {
 		case <-ctx.Done():

@@ -368,3 +368,28 @@ func testStatsFlagUnclaimedKinds(e *env) {
 		e.t.Fatalf("unclaimed kind %+v, want q/tpyo with 1 job waiting over %v", u, app.UnclaimedAfter)
 	}
 }
+
+// The DLQ alert hook submits one job to its queue when a queue's
+// dead-letter rows reach the threshold, and no second one while it stays
+// over.
+func testDLQAlertHook(e *env) {
+	svc := e.service(&app.Config{DLQAlert: app.DLQAlert{Queue: "alerts", Threshold: 2}})
+	m := &app.Maintainer{Service: svc}
+	e.deadLetter(e.submitOne("q", "k"))
+	if err := m.AlertDLQ(e.ctx); err != nil {
+		e.t.Fatal(err)
+	}
+	if n, _ := e.s.CountJobs(e.ctx, app.JobFilter{Queue: "alerts"}); n != 0 {
+		e.t.Fatalf("%d alerts under the threshold", n)
+	}
+	e.deadLetter(e.submitOne("q", "k"))
+	e.clock.Advance(time.Minute)
+	m.AlertDLQ(e.ctx)
+	e.deadLetter(e.submitOne("q", "k"))
+	e.clock.Advance(time.Minute)
+	m.AlertDLQ(e.ctx)
+	alerts, _ := e.s.List(e.ctx, app.JobFilter{Queue: "alerts"})
+	if len(alerts) != 1 || alerts[0].Kind != app.AlertKind || !strings.Contains(string(alerts[0].Payload), `"queue":"q"`) {
+		e.t.Fatalf("alerts %+v, want one dlq.alert for queue q", alerts)
+	}
+}

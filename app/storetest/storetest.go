@@ -146,6 +146,7 @@ func Run(t *testing.T, open Opener) {
 		"ConcurrentSubmissionsWithOneKey":          testConcurrentSubmissionsWithOneKey,
 		"DeadLetterRacingRetryAndCancel":           testDeadLetterRacingRetryAndCancel,
 		"StatsFlagUnclaimedKinds":                  testStatsFlagUnclaimedKinds,
+		"DLQAlertHook":                             testDLQAlertHook,
 	}
 	names := make([]string, 0, len(cases))
 	for n := range cases {
