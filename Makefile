@@ -6,11 +6,12 @@ GO      ?= go
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
-# A Debian version must start with a digit: a tag v1.2.3 gives 1.2.3, else 0.0.0+<commit>.
-PKG_VERSION ?= $(shell v=$$(git describe --tags --exact-match 2>/dev/null | sed 's/^v//'); echo $${v:-0.0.0+$(COMMIT)})
+# The .deb's version: a tag v1.2.3 gives 1.2.3, a later commit 1.2.3+git<commit time>.<commit>
+# (0.0.0+git... before a first tag), which sorts by commit time (packaging/version.sh).
+PKG_VERSION ?= $(shell sh packaging/version.sh)
 NFPM    := github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
 
-.PHONY: build run test lint bench soak package install clean help
+.PHONY: build run test lint bench soak package lintian install clean help
 
 build: ## Static binary ./queue (CGO_ENABLED=0, version stamped)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o queue .
@@ -34,13 +35,19 @@ SOAK_DURATION ?= 10m
 soak: build ## Minutes of producers, workers, kill -9, cancels and replays; exits non-zero on any lost job (not in CI)
 	$(GO) run ./soak --bin ./queue --duration $(SOAK_DURATION) $(SOAK_ARGS)
 
-package: build ## A .deb in dist/ (binary, systemd unit, config) built with nfpm
+package: build ## A .deb in dist/ (binary, systemd unit, config, man page) built with nfpm
 	mkdir -p dist
-	VERSION=$(PKG_VERSION) ARCH=$$($(GO) env GOARCH) $(GO) run $(NFPM) package --config packaging/nfpm.yaml --packager deb --target dist/
+	sh packaging/debian-files.sh $(PKG_VERSION) dist/deb
+	VERSION=$(PKG_VERSION) ARCH=$$($(GO) env GOARCH) $(GO) run $(NFPM) package --config packaging/nfpm.yaml --packager deb --target dist/queue_$(PKG_VERSION)_$$($(GO) env GOARCH).deb
 	@ls -l dist/*.deb
+
+lintian: package ## Check the .deb with lintian (errors fail; needs the lintian package)
+	lintian --fail-on error --info dist/queue_$(PKG_VERSION)_$$($(GO) env GOARCH).deb
 
 install: build ## Install the binary, unit and config under $(DESTDIR)$(PREFIX) and /etc
 	install -D -m 0755 queue $(DESTDIR)$(PREFIX)/bin/queue
+	mkdir -p $(DESTDIR)$(PREFIX)/share/man/man1
+	./queue man | gzip -9n > $(DESTDIR)$(PREFIX)/share/man/man1/queue.1.gz
 	install -D -m 0644 packaging/queue.service $(DESTDIR)/etc/systemd/system/queue.service
 	sed -i 's|/usr/bin/queue|$(PREFIX)/bin/queue|' $(DESTDIR)/etc/systemd/system/queue.service
 	test -e $(DESTDIR)/etc/queue/queue.toml || install -D -m 0600 packaging/queue.toml $(DESTDIR)/etc/queue/queue.toml

@@ -1,6 +1,6 @@
 #!/bin/sh
 # After install or upgrade: make old world-readable config files root's alone,
-# let systemd see the unit, restart a running server.
+# let systemd see the unit, restart a running (or enabled) server.
 set -e
 # Packages before 0600 installed these 0644; they may hold tokens and passwords.
 for f in /etc/default/queue /etc/queue/queue.toml; do
@@ -9,10 +9,11 @@ for f in /etc/default/queue /etc/queue/queue.toml; do
   fi
 done
 if [ -d /run/systemd/system ]; then
-  systemctl daemon-reload >/dev/null 2>&1 || true
-  if systemctl is-active --quiet queue; then
-    systemctl restart queue || true
+  systemctl --system daemon-reload >/dev/null 2>&1 || true
+  if [ -n "$2" ] && command -v deb-systemd-invoke >/dev/null 2>&1; then
+    # An upgrade: restart the server if it runs or is enabled (policy-rc.d respected).
+    deb-systemd-invoke restart queue.service >/dev/null 2>&1 || true
   else
-    echo "queue installed: start it with  systemctl enable --now queue"
+    echo "queue installed: start it with  sudo systemctl enable --now queue"
   fi
 fi
