@@ -15,7 +15,8 @@ import (
 // queryParams are the query parameters each API route takes, by method and
 // echo's route path: written once, read by checkQuery for every /api/
 // route. A route missing here takes none. So a typo (?qeue=email) is a 400
-// naming it, never a list that quietly ignores the filter.
+// naming it, never a list that quietly ignores the filter. A handler that
+// reads a new parameter adds it here, and to docs/api.md.
 var queryParams = map[string][]string{
 	"GET /api/jobs":     {"queue", "kind", "status", "tag", "replayed_from", "limit", "cursor", "order"},
 	"GET /api/jobs/:id": {"wait", "events"},
