@@ -298,6 +298,65 @@ func (tb *tab) shot(name string) {
 	}
 }
 
+// axeSource is axe-core (axe.min.js) when the machine has it: from
+// QUEUE_TEST_AXE (a path to axe.min.js), or npm's global folders
+// (npm install -g axe-core). Without it the accessibility checks are
+// skipped, with a note in the test log.
+var axeSource = sync.OnceValue(func() string {
+	paths := []string{os.Getenv("QUEUE_TEST_AXE"), "/usr/lib/node_modules/axe-core/axe.min.js", "/usr/local/lib/node_modules/axe-core/axe.min.js"}
+	if out, err := exec.Command("npm", "root", "-g").Output(); err == nil {
+		paths = append(paths, filepath.Join(strings.TrimSpace(string(out)), "axe-core", "axe.min.js"))
+	}
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		if b, err := os.ReadFile(p); err == nil {
+			return string(b)
+		}
+	}
+	return ""
+})
+
+// axeViolation is one rule axe-core found broken, with where.
+type axeViolation struct {
+	ID     string `json:"id"`
+	Impact string `json:"impact"`
+	Help   string `json:"help"`
+	Nodes  []struct {
+		Target []any  `json:"target"`
+		HTML   string `json:"html"`
+	} `json:"nodes"`
+}
+
+// axe runs axe-core's WCAG 2 A and AA rules on the page open in the tab
+// (JavaScript on; DevTools evaluates it, so the pages' CSP does not stop
+// it) and fails the test for each violation. Without axe-core it does nothing.
+func (tb *tab) axe(what string) {
+	tb.t.Helper()
+	src := axeSource()
+	if src == "" || !tb.js {
+		return
+	}
+	ctx, cancel := tb.timeout()
+	defer cancel()
+	if loaded, err := chromedp.Run(ctx, chromedp.Evaluate[bool](src+";typeof axe === 'object'")); err != nil || !loaded {
+		tb.t.Fatalf("inject axe-core on %s: %v", what, err)
+	}
+	run := `axe.run(document, {runOnly: {type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]}, resultTypes: ["violations"]}).then(r => r.violations)`
+	found, err := chromedp.Run(ctx, chromedp.Evaluate[[]axeViolation](run, chromedp.EvalAwaitPromise))
+	if err != nil {
+		tb.t.Fatalf("axe on %s: %v", what, err)
+	}
+	for _, v := range found {
+		var where []string
+		for _, n := range v.Nodes {
+			where = append(where, fmt.Sprintf("%v %.120s", n.Target, n.HTML))
+		}
+		tb.t.Errorf("accessibility of %s (%s): %s [%s, %s]:\n  %s", what, tb.location(), v.Help, v.ID, v.Impact, strings.Join(where, "\n  "))
+	}
+}
+
 // apiGet reads a JSON answer of the server's API.
 func apiGet(t *testing.T, base, path string, into any) int {
 	t.Helper()
@@ -328,6 +387,9 @@ type apiDead struct {
 
 func TestBrowser(t *testing.T) {
 	browser := newBrowser(t)
+	if axeSource() == "" {
+		t.Log("axe-core not found (npm install -g axe-core, or QUEUE_TEST_AXE=/path/to/axe.min.js): pages are not checked for accessibility")
+	}
 	for _, js := range []bool{true, false} {
 		name := map[bool]string{true: "JavaScript", false: "NoJavaScript"}[js]
 		t.Run(name, func(t *testing.T) {
@@ -421,8 +483,9 @@ func TestBrowser(t *testing.T) {
 // then the API after each click.
 func browse(t *testing.T, tb *tab, env *uiEnv) {
 	shot := func(name string) {
-		if tb.js { // one set of pictures is enough
+		if tb.js { // one set of pictures is enough, and axe needs JavaScript
 			tb.shot(name)
+			tb.axe(name)
 		}
 	}
 
