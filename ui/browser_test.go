@@ -507,6 +507,8 @@ func browse(t *testing.T, tb *tab, env *uiEnv) {
 	if tb.js {
 		tb.wantText("[data-live-status]", "Live")
 	}
+	// The fixture's periodic invoice.sync has no worker: the dashboard says so.
+	tb.wantText(`section[aria-labelledby="unclaimed-title"]`, "no worker handles", "billing", "invoice.sync")
 	shot("dashboard")
 
 	// Jobs: the list, then a filter.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +21,10 @@ type dashboardView struct {
 	Total  app.QueueStats
 	Queues []queueRow
 	Chart  chart
+	// Unclaimed are the kinds whose due jobs waited UnclaimedAfter with no
+	// job of the kind started: no worker handles them. Waited says how long.
+	Unclaimed []app.UnclaimedKind
+	Waited    string
 	// ChartQueue is the queue the chart shows (empty: all); ChartQueues the choices.
 	ChartQueue  string
 	ChartQueues []string
@@ -56,7 +62,12 @@ func (p *pages) dashboard(c echo.Context) error {
 		return err
 	}
 	v := dashboardView{base: p.base(c, "Dashboard", "dashboard"), Total: stats.Total,
-		Queues: mergeQueues(stats.Queues, queues), ChartQueue: c.QueryParam("queue")}
+		Queues: mergeQueues(stats.Queues, queues), ChartQueue: c.QueryParam("queue"),
+		Unclaimed: inScope(who(c), stats.UnclaimedKinds, func(u app.UnclaimedKind) string { return u.Queue }),
+		Waited:    shortDuration(app.UnclaimedAfter)}
+	slices.SortFunc(v.Unclaimed, func(a, b app.UnclaimedKind) int {
+		return strings.Compare(a.Queue+"\x00"+a.Kind, b.Queue+"\x00"+b.Kind)
+	})
 	v.Refresh = 5
 	for _, q := range v.Queues {
 		v.ChartQueues = append(v.ChartQueues, q.Queue)
