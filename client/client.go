@@ -368,8 +368,12 @@ func (c *Client) Snooze(ctx context.Context, id, lease int64, delay time.Duratio
 // DeadListOptions filters ListDead.
 type DeadListOptions struct {
 	Queue, Kind, Tag, Reason string
-	Limit                    int
-	Cursor                   string
+	// MovedAfter and MovedBefore bound the time of the move; Replayed, if
+	// set, keeps rows replayed at least once (true) or never (false).
+	MovedAfter, MovedBefore *time.Time
+	Replayed                *bool
+	Limit                   int
+	Cursor                  string
 }
 
 // ListDead returns one page of the dead-letter queue.
@@ -382,6 +386,14 @@ func (c *Client) ListDead(ctx context.Context, o DeadListOptions) (*app.DeadPage
 	}
 	if o.Limit > 0 {
 		q.Set("limit", strconv.Itoa(o.Limit))
+	}
+	for k, t := range map[string]*time.Time{"moved_after": o.MovedAfter, "moved_before": o.MovedBefore} {
+		if t != nil {
+			q.Set(k, t.UTC().Format(time.RFC3339Nano))
+		}
+	}
+	if o.Replayed != nil {
+		q.Set("replayed", strconv.FormatBool(*o.Replayed))
 	}
 	var page app.DeadPage
 	_, _, err := c.do(ctx, http.MethodGet, "/api/dlq"+query(q), nil, &page, nil)
@@ -401,7 +413,11 @@ func (c *Client) GetDead(ctx context.Context, id int64) (*app.DeadJob, error) {
 // Replay puts a dead-letter row back as a fresh job; the row stays.
 func (c *Client) Replay(ctx context.Context, id int64, in app.ReplayInput) (*app.Job, error) {
 	var job app.Job
-	_, _, err := c.do(ctx, http.MethodPost, "/api/dlq/"+strconv.FormatInt(id, 10)+"/replay", in, &job, nil)
+	var hdr http.Header
+	if in.IdempotencyKey != "" { // a retry of the request answers with the first one's job
+		hdr = http.Header{"Idempotency-Key": {in.IdempotencyKey}}
+	}
+	_, _, err := c.do(ctx, http.MethodPost, "/api/dlq/"+strconv.FormatInt(id, 10)+"/replay", in, &job, hdr)
 	if err != nil {
 		return nil, err
 	}
@@ -412,6 +428,13 @@ func (c *Client) Replay(ctx context.Context, id int64, in app.ReplayInput) (*app
 func (c *Client) Purge(ctx context.Context, id int64) error {
 	_, _, err := c.do(ctx, http.MethodDelete, "/api/dlq/"+strconv.FormatInt(id, 10), nil, nil, nil)
 	return err
+}
+
+// DeadStats counts the dead-letter rows by queue, kind, reason and day.
+func (c *Client) DeadStats(ctx context.Context) (*app.DeadStats, error) {
+	var st app.DeadStats
+	_, _, err := c.do(ctx, http.MethodGet, "/api/dlq/stats", nil, &st, nil)
+	return &st, err
 }
 
 // Bulk runs a bulk DLQ action: "replay", "purge" or "move" (queued jobs into the DLQ).

@@ -85,6 +85,10 @@ type maintenanceConfig struct {
 	// EventRetention and AuditRetention keep events and audit records; default 7 days.
 	EventRetention app.Duration `toml:"event_retention"`
 	AuditRetention app.Duration `toml:"audit_retention"`
+	// DLQAlertQueue, if set, gets a job of kind dlq.alert when a queue's
+	// dead-letter rows reach DLQAlertThreshold (default 100).
+	DLQAlertQueue     string `toml:"dlq_alert_queue"`
+	DLQAlertThreshold int    `toml:"dlq_alert_threshold"`
 }
 
 // tokenConfig is a named API token and what it may do.
@@ -127,6 +131,7 @@ func (c *config) serviceConfig() *app.Config {
 		MaxWaiters:     c.Server.MaxWaiters,
 		EventRetention: c.Maintenance.EventRetention,
 		AuditRetention: c.Maintenance.AuditRetention,
+		DLQAlert:       app.DLQAlert{Queue: c.Maintenance.DLQAlertQueue, Threshold: c.Maintenance.DLQAlertThreshold},
 	}
 }
 
@@ -292,6 +297,14 @@ func (c *config) validateMaintenance() error {
 	}
 	if c.Maintenance.EventRetention < 0 || c.Maintenance.AuditRetention < 0 {
 		return bad("maintenance", "retention must not be negative")
+	}
+	if q := c.Maintenance.DLQAlertQueue; q != "" {
+		if err := app.ValidateQueue(q); err != nil {
+			return bad("maintenance.dlq_alert_queue", "%v", err)
+		}
+	}
+	if c.Maintenance.DLQAlertThreshold < 0 || (c.Maintenance.DLQAlertThreshold > 0 && c.Maintenance.DLQAlertQueue == "") {
+		return bad("maintenance.dlq_alert_threshold", "must be positive, and goes with dlq_alert_queue")
 	}
 	return nil
 }

@@ -60,6 +60,8 @@ max_waiters = 50
 [maintenance]
 event_retention = "2d"
 audit_retention = "30d"
+dlq_alert_queue = "alerts"
+dlq_alert_threshold = 25
 
 [defaults]
 max_attempts = 8
@@ -84,8 +86,9 @@ skip_if_pending = true
 		t.Fatal(err)
 	}
 	cfg := file.serviceConfig()
-	if cfg.MaxWaiters != 50 || cfg.EventRetention.D() != 48*time.Hour || cfg.AuditRetention.D() != 30*24*time.Hour {
-		t.Fatalf("max_waiters %d, event_retention %s, audit_retention %s", cfg.MaxWaiters, cfg.EventRetention.D(), cfg.AuditRetention.D())
+	if cfg.MaxWaiters != 50 || cfg.EventRetention.D() != 48*time.Hour || cfg.AuditRetention.D() != 30*24*time.Hour ||
+		cfg.DLQAlert != (app.DLQAlert{Queue: "alerts", Threshold: 25}) {
+		t.Fatalf("max_waiters %d, event_retention %s, audit_retention %s, dlq alert %+v", cfg.MaxWaiters, cfg.EventRetention.D(), cfg.AuditRetention.D(), cfg.DLQAlert)
 	}
 	mail, other := cfg.Queue("mail"), cfg.Queue("other")
 	if mail.MaxAttempts != 3 || mail.Timeout.D() != time.Minute || mail.Retention.D() != 2*time.Second ||

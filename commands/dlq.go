@@ -1,7 +1,13 @@
 package commands
 
 import (
+	"encoding/csv"
+	"encoding/json"
 	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -34,16 +40,35 @@ func bulkFlags(extra ...cli.Flag) []cli.Flag {
 func dlqCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "dlq",
-		Usage: "the dead-letter queue: list, show, replay, purge, move",
-		UsageText: "queue dlq list|show|replay|purge|move\n\nExamples:\n  queue dlq list --queue emails\n  queue dlq replay 42\n" +
+		Usage: "the dead-letter queue: list, show, stats, export, replay, purge, move",
+		UsageText: "queue dlq list|show|stats|export|replay|purge|move\n\nExamples:\n  queue dlq list --queue emails\n  queue dlq replay 42\n" +
 			"  queue dlq replay --queue emails --rate 10\n  queue dlq purge --older-than 7d --all\n  queue dlq move --queue broken --yes",
 		Subcommands: []*cli.Command{
 			{
-				Name:      "list",
-				Usage:     "list dead-letter rows, newest first",
-				UsageText: "queue dlq list [--queue Q] [--kind K] [--tag T] [--reason R] [--limit N] [--json]\n\nExample:\n  queue dlq list --reason max_attempts",
-				Flags:     withFlags(serverFlags(), filterFlags(true), []cli.Flag{&cli.IntFlag{Name: "limit", Value: 50}, &cli.StringFlag{Name: "cursor"}, jsonFlag()}),
-				Action:    dlqList,
+				Name:  "list",
+				Usage: "list dead-letter rows, the newest move first",
+				UsageText: "queue dlq list [--queue Q] [--kind K] [--tag T] [--reason R] [--moved-after T] [--moved-before T] [--replayed true|false] [--limit N] [--json]\n\n" +
+					"Example:\n  queue dlq list --reason max_attempts --replayed false",
+				Flags:  withFlags(serverFlags(), filterFlags(true), listFlags(), []cli.Flag{&cli.IntFlag{Name: "limit", Value: 50}, &cli.StringFlag{Name: "cursor"}, jsonFlag()}),
+				Action: dlqList,
+			},
+			{
+				Name:      "stats",
+				Usage:     "count dead-letter rows by queue, kind, reason and day",
+				UsageText: "queue dlq stats [--json]\n\nExample:\n  queue dlq stats --json",
+				Flags:     withFlags(serverFlags(), []cli.Flag{jsonFlag()}),
+				Action:    dlqStats,
+			},
+			{
+				Name:  "export",
+				Usage: "write every matching dead-letter row as JSON lines or CSV",
+				UsageText: "queue dlq export [--queue Q] [--kind K] [--tag T] [--reason R] [--moved-after T] [--moved-before T] [--replayed true|false] [--format jsonl|csv] [--out FILE]\n\n" +
+					"Example:\n  queue dlq export --queue emails --format csv --out emails-dlq.csv",
+				Flags: withFlags(serverFlags(), filterFlags(true), listFlags(), []cli.Flag{
+					&cli.StringFlag{Name: "format", Value: "jsonl", Usage: "jsonl (one row per line) or csv"},
+					&cli.StringFlag{Name: "out", Usage: "write to this file (default: stdout)"},
+				}),
+				Action: dlqExport,
 			},
 			{
 				Name:      "show",
@@ -55,12 +80,20 @@ func dlqCommand() *cli.Command {
 			{
 				Name:  "replay",
 				Usage: "put dead-letter rows back as fresh jobs (the rows stay, counted)",
-				UsageText: "queue dlq replay ID [--delay D | --run-at T]\nqueue dlq replay (--queue Q | --kind K | --tag T | --reason R | --all) [--rate N] [--dry-run]\n\n" +
-					"Examples:\n  queue dlq replay 42\n  queue dlq replay 42 --delay 10m\n  queue dlq replay --queue emails --rate 5",
+				UsageText: "queue dlq replay ID [--delay D | --run-at T] [--to-queue Q] [--priority P] [--max-attempts N] [--payload JSON | --payload-patch JSON] [--idempotency-key K]\n" +
+					"queue dlq replay (--queue Q | --kind K | --tag T | --all) [--reason R] [--include-replayed] [--to-queue Q] [--priority P] [--max-attempts N] [--rate N] [--dry-run]\n\n" +
+					"Examples:\n  queue dlq replay 42\n  queue dlq replay 42 --delay 10m --max-attempts 10\n  queue dlq replay 42 --payload-patch '{\"retries\":null}'\n  queue dlq replay --queue emails --rate 5",
 				Flags: withFlags(serverFlags(), filterFlags(true), bulkFlags(
 					&cli.StringFlag{Name: "delay", Usage: "run the new jobs after this long"},
 					&cli.TimestampFlag{Name: "run-at", Layout: time.RFC3339, Usage: "run the new jobs at this time"},
 					&cli.Float64Flag{Name: "rate", Usage: "bulk: spread the new jobs at this many per second"},
+					&cli.StringFlag{Name: "to-queue", Usage: "put the new jobs in this queue"},
+					&cli.IntFlag{Name: "priority", Usage: "give the new jobs this priority"},
+					&cli.IntFlag{Name: "max-attempts", Usage: "give the new jobs this many attempts"},
+					&cli.StringFlag{Name: "payload", Usage: "one row: replace the payload with this JSON"},
+					&cli.StringFlag{Name: "payload-patch", Usage: "one row: change the payload with this JSON merge patch"},
+					&cli.StringFlag{Name: "idempotency-key", Usage: "one row: a retry of this replay with the same key makes no second job"},
+					&cli.BoolFlag{Name: "include-replayed", Usage: "bulk: replay rows replayed before too"},
 				)),
 				Action: func(c *cli.Context) error { return dlqAction(c, app.BulkReplay) },
 			},
@@ -73,11 +106,16 @@ func dlqCommand() *cli.Command {
 				Action: func(c *cli.Context) error { return dlqAction(c, app.BulkPurge) },
 			},
 			{
-				Name:      "move",
-				Usage:     "move queued jobs into the dead-letter queue (reason admin_move)",
-				UsageText: "queue dlq move (--queue Q | --kind K | --tag T | --all) [--dry-run] [--yes]\n\nExample:\n  queue dlq move --queue broken --kind import",
-				Flags:     withFlags(serverFlags(), filterFlags(false), bulkFlags()),
-				Action:    func(c *cli.Context) error { return dlqAction(c, app.BulkMove) },
+				Name:  "move",
+				Usage: "move jobs into the dead-letter queue (reason admin_move)",
+				UsageText: "queue dlq move ID [--reason TEXT]\nqueue dlq move (--queue Q | --kind K | --tag T | --all) [--status S]... [--reason TEXT] [--dry-run] [--yes]\n\n" +
+					"A job named by id moves from queued, scheduled or cancelled; a filter takes queued and scheduled jobs\n(--status cancelled widens it). --reason is your text, kept on the row as its note.\n\n" +
+					"Examples:\n  queue dlq move 42 --reason 'bad customer data'\n  queue dlq move --queue broken --kind import",
+				Flags: withFlags(serverFlags(), filterFlags(false), bulkFlags(
+					&cli.StringFlag{Name: "reason", Usage: "why: kept on the dead-letter rows as their note"},
+					&cli.StringSliceFlag{Name: "status", Usage: "queued, scheduled or cancelled (repeat for several)"},
+				)),
+				Action: func(c *cli.Context) error { return dlqAction(c, app.BulkMove) },
 			},
 		},
 	}
@@ -94,8 +132,12 @@ func firstLine(s string) string {
 
 // dlqList prints a page of dead-letter rows, newest first.
 func dlqList(c *cli.Context) error {
-	page, err := newClient(c).ListDead(c.Context, client.DeadListOptions{Queue: c.String("queue"), Kind: c.String("kind"),
-		Tag: c.String("tag"), Reason: c.String("reason"), Limit: c.Int("limit"), Cursor: c.String("cursor")})
+	o, err := deadListOptions(c)
+	if err != nil {
+		return err
+	}
+	o.Limit, o.Cursor = c.Int("limit"), c.String("cursor")
+	page, err := newClient(c).ListDead(c.Context, o)
 	if err != nil {
 		return remoteErr(c, err)
 	}
@@ -148,7 +190,7 @@ func dlqAction(c *cli.Context, action string) error {
 		return err
 	}
 	cl := newClient(c)
-	if ok, err := confirmBulk(c, cl, action, in); !ok {
+	if ok, err := confirmBulk(c, cl, action, &in); !ok {
 		return err
 	}
 	res, err := cl.Bulk(c.Context, action, in)
@@ -180,15 +222,31 @@ func replayWhen(c *cli.Context, action string) (app.ReplayInput, error) {
 // dlqOne replays or purges the dead-letter row the argument names. Move
 // takes queued jobs by filter only.
 func dlqOne(c *cli.Context, action string, when app.ReplayInput) error {
+	what := "dead-letter"
 	if action == app.BulkMove {
-		return usagef("move works on filters, not ids; to move one job: `queue dlq move --queue Q --kind K`")
+		what = "job"
 	}
-	id, err := idArg(c, "dead-letter")
+	id, err := idArg(c, what)
 	if err != nil {
 		return err
 	}
 	cl := newClient(c)
+	if action == app.BulkMove {
+		res, err := cl.Bulk(c.Context, action, app.BulkInput{IDs: []int64{id}, Note: c.String("reason")})
+		if err != nil {
+			return remoteErr(c, err)
+		}
+		if c.Bool("json") {
+			return printJSON(c.App.Writer, res)
+		}
+		fmt.Fprintf(c.App.Writer, "job %d moved to the dead-letter queue\n", id)
+		return nil
+	}
 	if action == app.BulkReplay {
+		if when.ReplayOverride, err = replayOverride(c, true); err != nil {
+			return err
+		}
+		when.IdempotencyKey = c.String("idempotency-key")
 		job, err := cl.Replay(c.Context, id, when)
 		if err != nil {
 			return remoteErr(c, err)
@@ -209,17 +267,22 @@ func dlqOne(c *cli.Context, action string, when app.ReplayInput) error {
 	return nil
 }
 
-// bulkInput is a bulk action's filter from its flags. Without a filter or
-// --all it is a usage error naming the filter flags the action takes, so a
-// forgotten flag never acts on everything.
+// bulkInput is a bulk action's filter from its flags. Without --queue,
+// --kind, --tag or --all it is a usage error naming them (--reason and
+// --older-than only narrow), so a forgotten flag never acts on everything.
 func bulkInput(c *cli.Context, action string, when app.ReplayInput) (app.BulkInput, error) {
 	in := app.BulkInput{Queue: c.String("queue"), Kind: c.String("kind"), Tag: c.String("tag"), AllowAll: c.Bool("all"), DryRun: c.Bool("dry-run")}
-	flags := "--queue, --kind, --tag"
 	switch action {
 	case app.BulkReplay:
-		in.Reason = c.String("reason")
+		in.Reason, in.IncludeReplayed = c.String("reason"), c.Bool("include-replayed")
 		in.Rate, in.RunAt, in.Delay = c.Float64("rate"), when.RunAt, when.Delay
-		flags += ", --reason"
+		o, err := replayOverride(c, false)
+		if err != nil {
+			return in, err
+		}
+		if o.Queue != "" || o.Priority != nil || o.MaxAttempts != nil {
+			in.Set = &o
+		}
 	case app.BulkPurge:
 		in.Reason = c.String("reason")
 		if v := c.String("older-than"); v != "" {
@@ -230,27 +293,157 @@ func bulkInput(c *cli.Context, action string, when app.ReplayInput) (app.BulkInp
 			ad := app.Duration(d)
 			in.OlderThan = &ad
 		}
-		flags += ", --reason, --older-than"
+	case app.BulkMove:
+		in.Note, in.Statuses = c.String("reason"), c.StringSlice("status")
 	}
-	if in.Queue == "" && in.Kind == "" && in.Tag == "" && in.Reason == "" && in.OlderThan == nil && !in.AllowAll {
-		return in, usagef("dlq %s needs a filter (%s) or --all to act on everything", action, flags)
+	if in.Queue == "" && in.Kind == "" && in.Tag == "" && !in.AllowAll {
+		return in, usagef("dlq %s needs --queue, --kind or --tag, or --all to act on everything (--reason and --older-than only narrow)", action)
 	}
 	return in, nil
+}
+
+// replayOverride reads what a replay changes (--to-queue, --priority,
+// --max-attempts; on one row also --payload or --payload-patch).
+func replayOverride(c *cli.Context, one bool) (app.ReplayOverride, error) {
+	o := app.ReplayOverride{Queue: c.String("to-queue")}
+	if c.IsSet("priority") {
+		p := c.Int("priority")
+		o.Priority = &p
+	}
+	if c.IsSet("max-attempts") {
+		n := c.Int("max-attempts")
+		o.MaxAttempts = &n
+	}
+	for name, dst := range map[string]*json.RawMessage{"payload": &o.Payload, "payload-patch": &o.PayloadPatch} {
+		if v := c.String(name); v != "" {
+			if !one {
+				return o, usagef("--%s changes one row's payload: give an ID", name)
+			}
+			if !json.Valid([]byte(v)) {
+				return o, usagef("--%s is not valid JSON", name)
+			}
+			*dst = json.RawMessage(v)
+		}
+	}
+	return o, nil
+}
+
+// listFlags are the DLQ list's filters beyond the bulk ones.
+func listFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.TimestampFlag{Name: "moved-after", Layout: time.RFC3339, Usage: "only rows moved at or after this time"},
+		&cli.TimestampFlag{Name: "moved-before", Layout: time.RFC3339, Usage: "only rows moved before this time"},
+		&cli.StringFlag{Name: "replayed", Usage: "true: only rows replayed before; false: only rows never replayed"},
+	}
+}
+
+// deadListOptions reads the DLQ list's filters.
+func deadListOptions(c *cli.Context) (client.DeadListOptions, error) {
+	o := client.DeadListOptions{Queue: c.String("queue"), Kind: c.String("kind"), Tag: c.String("tag"), Reason: c.String("reason"),
+		MovedAfter: c.Timestamp("moved-after"), MovedBefore: c.Timestamp("moved-before")}
+	if v := c.String("replayed"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return o, usagef("--replayed takes true or false, not %q", v)
+		}
+		o.Replayed = &b
+	}
+	return o, nil
+}
+
+// dlqStats prints the DLQ's counts.
+func dlqStats(c *cli.Context) error {
+	st, err := newClient(c).DeadStats(c.Context)
+	if err != nil {
+		return remoteErr(c, err)
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, st)
+	}
+	fmt.Fprintf(c.App.Writer, "%d rows, the oldest moved %s ago; %d replayed (%d replays)\n", st.Total,
+		(time.Duration(st.OldestAge) * time.Second).String(), st.Replayed, st.Replays)
+	tw := table(c.App.Writer)
+	for _, by := range []struct {
+		name string
+		m    map[string]int64
+	}{{"QUEUE", st.ByQueue}, {"KIND", st.ByKind}, {"REASON", st.ByReason}, {"DAY", st.ByDay}} {
+		keys := slices.Sorted(maps.Keys(by.m))
+		for _, k := range keys {
+			fmt.Fprintf(tw, "%s\t%s\t%d\n", by.name, k, by.m[k])
+		}
+	}
+	return tw.Flush()
+}
+
+// dlqExport writes every dead-letter row matching the filters, page by
+// page, as JSON lines or CSV, counting on stderr as it goes.
+func dlqExport(c *cli.Context) error {
+	o, err := deadListOptions(c)
+	if err != nil {
+		return err
+	}
+	format := c.String("format")
+	if format != "jsonl" && format != "csv" {
+		return usagef("--format is jsonl or csv, not %q", format)
+	}
+	w := c.App.Writer
+	if path := c.String("out"); path != "" {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600) // rows hold payloads
+		if err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		defer f.Close()
+		w = f
+	}
+	cw := csv.NewWriter(w)
+	if format == "csv" {
+		cw.Write([]string{"id", "queue", "kind", "dead_letter_reason", "moved_to_dead_letter_at", "attempts", "last_error", "note",
+			"resurrection_count", "replayed_job_id", "payload"})
+	}
+	cl, n := newClient(c), 0
+	for o.Limit = 1000; ; {
+		page, err := cl.ListDead(c.Context, o)
+		if err != nil {
+			return remoteErr(c, err)
+		}
+		for _, d := range page.Jobs {
+			if format == "jsonl" {
+				b, _ := json.Marshal(d)
+				fmt.Fprintf(w, "%s\n", b)
+				continue
+			}
+			replayed := ""
+			if d.ReplayedJobID != nil {
+				replayed = strconv.FormatInt(*d.ReplayedJobID, 10)
+			}
+			cw.Write([]string{strconv.FormatInt(d.ID, 10), d.Queue, d.Kind, d.Reason, app.FormatTime(d.MovedAt), strconv.Itoa(d.Attempts),
+				d.LastError, d.Note, strconv.Itoa(d.ResurrectionCount), replayed, string(d.Payload)})
+		}
+		cw.Flush()
+		n += len(page.Jobs)
+		fmt.Fprintf(c.App.ErrWriter, "exported %d rows\r", n)
+		if o.Cursor = page.NextCursor; o.Cursor == "" {
+			break
+		}
+	}
+	fmt.Fprintln(c.App.ErrWriter)
+	return cw.Error()
 }
 
 // confirmBulk counts what a purge or a move would touch (a dry run) and
 // asks as confirmCount does; it reports whether to go ahead. A dry run, and
 // a replay (which destroys nothing), go ahead without asking.
-func confirmBulk(c *cli.Context, cl *client.Client, action string, in app.BulkInput) (bool, error) {
+func confirmBulk(c *cli.Context, cl *client.Client, action string, in *app.BulkInput) (bool, error) {
 	if in.DryRun || c.Bool("yes") || (action != app.BulkPurge && action != app.BulkMove) {
 		return true, nil
 	}
-	dry := in
+	dry := *in
 	dry.DryRun = true
 	res, err := cl.Bulk(c.Context, action, dry)
 	if err != nil {
 		return false, remoteErr(c, err)
 	}
+	in.Bound = res.Bound // the confirmed call acts on what was counted, not on rows that come meanwhile
 	what := "purge " + plural(res.Count, "dead-letter row")
 	none := "nothing to purge: no dead-letter row matches"
 	if action == app.BulkMove {
