@@ -618,6 +618,63 @@ func browse(t *testing.T, tb *tab, env *uiEnv) {
 		t.Errorf("after purging all permanent failures the API lists %d", len(dl.Jobs))
 	}
 
+	// The DLQ's second pass: the counts and the export links of the list,
+	// a replay with changes, a bulk move from the jobs page, one job moved.
+	tb.open("/dlq?replayed=any")
+	tb.wantText("#dlq-counts", "Counts", "billing", "Replays in all")
+	if n := tb.count(`a[href^="/dlq/export?format=csv"]`) + tb.count(`a[href^="/dlq/export?format=ndjson"]`); n != 2 {
+		t.Errorf("the list has %d export links, want 2", n)
+	}
+	shot("dlq-replayed")
+	row := env.ids.Dead[1]
+	tb.open(fmt.Sprintf("/dlq/%d", row))
+	tb.wantText(".panel-bad", "Failed attempt started", "worker-1")
+	tb.click("details.replay-more > summary")
+	tb.typeInto(`.replay-form input[name="queue"]`, "billing-v2")
+	tb.typeInto(`.replay-form input[name="priority"]`, "3")
+	shot("dlq-replay-form")
+	tb.submit(`.replay-form button[type="submit"]`)
+	tb.wantText(".flash", fmt.Sprintf("Dead-letter job #%d replayed as job #", row), "in queue billing-v2")
+	var after struct {
+		ReplayedJobID int64 `json:"replayed_job_id"`
+	}
+	apiGet(t, env.URL, fmt.Sprintf("/api/dlq/%d", row), &after)
+	var made struct {
+		Queue    string `json:"queue"`
+		Priority int    `json:"priority"`
+	}
+	apiGet(t, env.URL, fmt.Sprintf("/api/jobs/%d", after.ReplayedJobID), &made)
+	if made.Queue != "billing-v2" || made.Priority != 3 {
+		t.Errorf("the job replayed with changes: %+v, want queue billing-v2 and priority 3", made)
+	}
+	tb.open("/jobs?queue=emails&kind=email.digest")
+	tb.submit(`a[href^="/dlq/confirm?"]`)
+	tb.wantText("h1", "to the dead-letter queue?")
+	shot("move-confirm")
+	tb.typeInto(`input[name="note"]`, "digest template broken")
+	tb.submit(`.confirm-actions button[type="submit"]`)
+	tb.wantText(".flash", "to the dead-letter queue.")
+	var moved struct {
+		Jobs []struct {
+			Kind string `json:"kind"`
+			Note string `json:"note"`
+		} `json:"jobs"`
+	}
+	apiGet(t, env.URL, "/api/dlq?reason=admin_move", &moved)
+	if len(moved.Jobs) == 0 {
+		t.Error("after the move the API lists no row moved by an operator")
+	}
+	for _, m := range moved.Jobs {
+		if m.Kind != "email.digest" || m.Note != "digest template broken" {
+			t.Errorf("a moved row: %+v", m)
+		}
+	}
+	tb.open(fmt.Sprintf("/jobs/%d", id)) // cancelled above
+	tb.typeInto(fmt.Sprintf(`form[action="/jobs/%d/move"] input[name="note"]`, id), "backfill")
+	tb.submit(fmt.Sprintf(`form[action="/jobs/%d/move"] button`, id))
+	tb.wantText(".flash", fmt.Sprintf("Job #%d moved to the dead-letter queue.", id))
+	tb.wantText(".panel-bad", "admin_move", "backfill")
+
 	// Queues: pause and resume.
 	tb.open("/queues")
 	tb.wantText("h1", "Queues")

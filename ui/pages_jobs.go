@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -114,15 +115,20 @@ func mergeQueues(stats []app.QueueStats, infos []app.QueueInfo) []queueRow {
 // jobsView is the data of jobs.html.
 type jobsView struct {
 	base
-	Filter     app.ListInput
-	Order      string
-	QueueNames []string
-	Statuses   []string
-	Jobs       []*app.Job
-	Error      string
-	NextURL    string
-	FirstURL   string
-	SortURL    string
+	Filter app.ListInput
+	// MoveURL is the confirm page of moving the jobs matching the filter to
+	// the DLQ, when the filter names a queue, kind or tag; ClearReplayed
+	// drops the replayed_from filter.
+	MoveURL       string
+	ClearReplayed string
+	Order         string
+	QueueNames    []string
+	Statuses      []string
+	Jobs          []*app.Job
+	Error         string
+	NextURL       string
+	FirstURL      string
+	SortURL       string
 }
 
 var jobStatuses = []string{"queued", "scheduled", "processing", "done", "cancelled", "dead_letter"}
@@ -163,6 +169,13 @@ func (p *pages) jobs(c echo.Context) error {
 		flip = "desc"
 	}
 	v.SortURL = p.jobsURL(in, flip, "")
+	if in.ReplayedFrom != 0 {
+		noFrom := in
+		noFrom.ReplayedFrom = 0
+		v.ClearReplayed = p.jobsURL(noFrom, v.Order, "")
+	} else if mf := (moveFilter{in.Queue, in.Kind, in.Tag}); !mf.empty() && (in.Status == "" || in.Status == "queued" || in.Status == "scheduled") {
+		v.MoveURL = link("/dlq/confirm", append([]string{"op", opMove}, mf.pairs()...)...)
+	}
 	if v.QueueNames, err = p.queueNames(ctx, in.Queue); err != nil {
 		return err
 	}
@@ -177,7 +190,11 @@ func (p *pages) jobsURL(in app.ListInput, order, cursor string) string {
 	if in.Limit != 0 {
 		limit = strconv.Itoa(in.Limit)
 	}
-	return link("/jobs", "queue", in.Queue, "kind", in.Kind, "status", in.Status, "tag", in.Tag,
+	from := ""
+	if in.ReplayedFrom != 0 {
+		from = strconv.FormatInt(in.ReplayedFrom, 10)
+	}
+	return link("/jobs", "queue", in.Queue, "kind", in.Kind, "status", in.Status, "tag", in.Tag, "replayed_from", from,
 		"order", order, "limit", limit, "cursor", cursor)
 }
 
@@ -211,8 +228,25 @@ type jobView struct {
 	Dead      *app.DeadLetterInfo
 	LastError jsonBlock
 	CanCancel bool
-	From      string // "jobs" or "dlq": where the replay form returns to
+	// CanMove: a queued, scheduled or cancelled job may move to the DLQ.
+	CanMove bool
+	From    string // "jobs" or "dlq": where the replay form returns to
+	// Row is the dead-letter row (with the failed attempt) of a dead job.
+	Row *app.DeadJob
+	// PayloadEdit is the row's payload for the replay form's field, empty
+	// when it is too large for a form (PayloadSize says how large).
+	PayloadEdit string
+	PayloadRows int
+	PayloadSize string
+	// ReplayedJobs lists the jobs made from the row.
+	ReplayedJobs string
+	QueueNames   []string
 }
+
+// maxPayloadEdit is the largest payload (indented) the replay form offers
+// to edit: a form may be pageBodyLimit bytes, and URL-encoding JSON can
+// nearly triple it.
+const maxPayloadEdit = 16 << 10
 
 type attemptView struct {
 	app.AttemptError
@@ -234,20 +268,58 @@ func (p *pages) job(c echo.Context) error {
 }
 
 func (p *pages) renderJob(c echo.Context, job *app.Job, from string) error {
+	ctx := c.Request().Context()
 	title := "Job " + strconv.FormatInt(job.ID, 10)
 	if job.DeadLetter != nil && from == "dlq" {
 		title = "Dead letter " + strconv.FormatInt(job.ID, 10)
 	}
 	v := jobView{base: p.base(c, title, from), Job: job, Status: jobStatus(job, p.h.opts.Now()),
 		Payload: jsonBlockOf(job.Payload), Result: jsonBlockOf(job.Result), Dead: job.DeadLetter, From: from,
-		CanCancel: job.Status == app.StatusQueued || (job.Status == app.StatusProcessing && !job.CancelRequested)}
+		CanCancel: job.Status == app.StatusQueued || (job.Status == app.StatusProcessing && !job.CancelRequested),
+		CanMove:   job.Status == app.StatusQueued || job.Status == app.StatusCancelled}
 	for _, e := range job.Errors {
 		v.Errors = append(v.Errors, attemptView{AttemptError: e, Text: textBlock(e.Error)})
 	}
 	if v.Dead != nil {
 		v.LastError = textBlock(v.Dead.LastError)
+		row, err := p.svc.GetDead(ctx, job.ID)
+		if err != nil {
+			return err
+		}
+		v.Row = row
+		v.ReplayedJobs = link("/jobs", "replayed_from", strconv.FormatInt(row.ID, 10))
+		if text := v.Payload.Text; len(text) <= maxPayloadEdit {
+			v.PayloadEdit, v.PayloadRows = text, min(max(strings.Count(text, "\n")+2, 4), 20)
+		} else {
+			v.PayloadSize = byteSize(len(text))
+		}
+		if v.Admin {
+			if v.QueueNames, err = p.queueNames(ctx, ""); err != nil {
+				return err
+			}
+		}
 	}
 	return p.render(c, http.StatusOK, "job", v)
+}
+
+// move is POST /jobs/{id}/move: an operator moves a queued, scheduled or
+// cancelled job into the dead-letter queue (reason admin_move), with the
+// reason typed in the form kept on the row as its note.
+func (p *pages) move(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	back := "/jobs/" + strconv.FormatInt(id, 10)
+	note := strings.TrimSpace(c.FormValue("note"))
+	res, err := p.svc.BulkDead(c.Request().Context(), app.BulkMove, app.BulkInput{IDs: []int64{id}, Note: note}, actor(c))
+	if err != nil {
+		return p.actionErr(c, err, back)
+	}
+	if res.Count == 0 {
+		return p.done(c, back, flash{Kind: "error", Text: fmt.Sprintf("Job #%d was not moved: it is no longer queued, scheduled or cancelled.", id)})
+	}
+	return p.done(c, "/dlq/"+strconv.FormatInt(id, 10), flash{Text: fmt.Sprintf("Job #%d moved to the dead-letter queue.", id)})
 }
 
 // cancel is POST /jobs/{id}/cancel: an operator's cancel, audited as the

@@ -48,7 +48,7 @@ func TestPagesRender(t *testing.T) {
 				{fmt.Sprintf("/jobs/%d", env.ids.Dead[0]), []string{"Dead letter", "max_attempts", "Replay now", "card_declined", "<details class=\"fold\">"}},
 				{"/dlq", []string{"<h1>Dead letters</h1>", "<b>5</b> rows match", `name="id"`, "Purge all…"}},
 				{"/dlq?reason=permanent_failure", []string{"<b>1</b> row matches", "410 Gone"}},
-				{fmt.Sprintf("/dlq/%d", env.ids.DeadOther), []string{"permanent_failure", "Schedule replay", `type="datetime-local"`}},
+				{fmt.Sprintf("/dlq/%d", env.ids.DeadOther), []string{"permanent_failure", "Replay later or with changes", `type="datetime-local"`, `name="payload_patch"`}},
 				{"/queues", []string{"<h1>Queues</h1>", "badge-paused", "Resume", "nightly-report", "*/15 * * * *", "concurrency 20"}},
 			} {
 				a := u.get(tc.path)

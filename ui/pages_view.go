@@ -37,7 +37,25 @@ func (p *pages) funcs() template.FuncMap {
 		},
 		"eventClass": eventClass,
 		"pct":        func(a, b int64) int64 { return pct(a, b) },
+		"dict":       dict,
 	}
+}
+
+// dict makes a map of its key/value arguments, to hand a template several
+// values: {{template "x" (dict "Title" "By queue" "Items" .Queues)}}.
+func dict(kv ...any) (map[string]any, error) {
+	if len(kv)%2 != 0 {
+		return nil, fmt.Errorf("dict: %d arguments, want key/value pairs", len(kv))
+	}
+	m := make(map[string]any, len(kv)/2)
+	for i := 0; i < len(kv); i += 2 {
+		k, ok := kv[i].(string)
+		if !ok {
+			return nil, fmt.Errorf("dict: key %v is not a string", kv[i])
+		}
+		m[k] = kv[i+1]
+	}
+	return m, nil
 }
 
 // asset is the URL of a static file with its hash, so browsers may cache it for good.
