@@ -24,6 +24,7 @@ func (p *pages) funcs() template.FuncMap {
 		"hasTime":   func(t any) bool { return !asTime(t).IsZero() },
 		"num":       num,
 		"age":       age,
+		"ago":       ago,
 		"dur":       func(d app.Duration) string { return shortDuration(d.D()) },
 		"jsonBlock": jsonBlockOf,
 		"compact":   compactJSON,
@@ -142,6 +143,14 @@ func age(secs float64) string {
 		return "–"
 	}
 	return shortDuration(time.Duration(secs * float64(time.Second)))
+}
+
+// ago writes an age in seconds as how long ago: "4m 12s ago", or "just now".
+func ago(secs float64) string {
+	if secs < 2 {
+		return "just now"
+	}
+	return age(secs) + " ago"
 }
 
 // shortDuration writes d with its two largest units: "2h 5m", "45s", "250ms".

@@ -122,3 +122,11 @@ func TestReplayInput(t *testing.T) {
 		}
 	}
 }
+
+func TestAgo(t *testing.T) {
+	for secs, want := range map[float64]string{0: "just now", 0.0004: "just now", 1.9: "just now", 2: "2s ago", 645.4: "10m 45s ago"} {
+		if got := ago(secs); got != want {
+			t.Errorf("ago(%v) = %q, want %q", secs, got, want)
+		}
+	}
+}
