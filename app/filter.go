@@ -56,6 +56,9 @@ func (f JobFilter) Conds(now time.Time) []Cond {
 		}
 		c = append(c, Cond{"status", OpIn, in})
 	}
+	if !f.StartedAfter.IsZero() {
+		c = append(c, Cond{"started_at", OpGt, f.StartedAfter})
+	}
 	if f.ReplayedFrom > 0 {
 		c = append(c, Cond{"replayed_from", OpEq, f.ReplayedFrom})
 	}

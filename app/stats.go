@@ -132,11 +132,11 @@ func (s *Service) unclaimedKinds(ctx context.Context, now time.Time) ([]Unclaime
 	}
 	out := []UnclaimedKind{}
 	for _, w := range waits {
-		last, err := s.Store.List(ctx, JobFilter{Queue: w.Queue, Kind: w.Kind, StatusIn: []Status{StatusProcessing, StatusDone}, Limit: 1})
+		started, err := s.Store.CountJobs(ctx, JobFilter{Queue: w.Queue, Kind: w.Kind, StartedAfter: since})
 		if err != nil {
 			return nil, err
 		}
-		if len(last) > 0 && last[0].StartedAt != nil && last[0].StartedAt.After(since) {
+		if started > 0 {
 			continue // claimed lately: slow, not unclaimed
 		}
 		out = append(out, UnclaimedKind{Queue: w.Queue, Kind: w.Kind, Queued: w.Queued, OldestAge: now.Sub(w.Oldest).Seconds()})

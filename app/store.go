@@ -337,6 +337,9 @@ type JobFilter struct {
 	// ReplayedFrom, if positive, matches the jobs replayed from that
 	// dead-letter row.
 	ReplayedFrom int64
+	// StartedAfter, if not zero, matches jobs whose last attempt started
+	// after it.
+	StartedAfter time.Time
 	// LeaseExpiredBefore, if not zero, matches jobs whose lease expired
 	// before it.
 	LeaseExpiredBefore time.Time

@@ -52,6 +52,11 @@ func jobFields(j *app.Job) func(string) any {
 			return string(j.Status)
 		case "run_at":
 			return j.RunAt
+		case "started_at": // never: long ago
+			if j.StartedAt == nil {
+				return time.Time{}
+			}
+			return *j.StartedAt
 		case "replayed_from":
 			if j.ReplayedFrom == nil {
 				return int64(0)

@@ -798,11 +798,13 @@ func (h *handler) bulk(action string) echo.HandlerFunc {
 	}
 }
 
-// statsBody is GET /api/stats: every queue by name, and the total.
+// statsBody is GET /api/stats: every queue by name, the total, and the
+// kinds no worker claims.
 type statsBody struct {
-	Queues map[string]app.QueueStats `json:"queues"`
-	Total  app.QueueStats            `json:"total"`
-	At     string                    `json:"at"`
+	Queues         map[string]app.QueueStats `json:"queues"`
+	Total          app.QueueStats            `json:"total"`
+	UnclaimedKinds []app.UnclaimedKind       `json:"unclaimed_kinds"`
+	At             string                    `json:"at"`
 }
 
 func (h *handler) stats(c echo.Context) error {
@@ -811,7 +813,7 @@ func (h *handler) stats(c echo.Context) error {
 		return err
 	}
 	scopedStats(who(c), st)
-	out := statsBody{Queues: map[string]app.QueueStats{}, Total: st.Total, At: app.FormatTime(st.At)}
+	out := statsBody{Queues: map[string]app.QueueStats{}, Total: st.Total, UnclaimedKinds: st.UnclaimedKinds, At: app.FormatTime(st.At)}
 	for _, q := range st.Queues {
 		out.Queues[q.Queue] = q
 	}

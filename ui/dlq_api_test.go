@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuehq/queue/app"
 	"github.com/queuehq/queue/ui"
 )
 
@@ -127,5 +128,19 @@ func TestDeadLetterQueueSecondPassOverHTTP(t *testing.T) {
 	}
 	if a := s.get("/api/dlq?moved_after=yesterday"); a.status != 400 || a.code(t) != "invalid_field" {
 		t.Fatalf("a bad moved_after: %d %s", a.status, a.body)
+	}
+}
+
+// GET /api/stats names a kind no worker has claimed for app.UnclaimedAfter.
+func TestStatsNameUnclaimedKinds(t *testing.T) {
+	s := newServer(t, ui.Options{}, false)
+	s.submit(`{"kind":"nobody.handles.me","queue":"mail"}`)
+	if u := s.get("/api/stats").json(t)["unclaimed_kinds"]; u == nil || len(u.([]any)) != 0 {
+		t.Fatalf("unclaimed_kinds at once: %v, want an empty list", u)
+	}
+	s.clock.Advance(app.UnclaimedAfter + time.Minute)
+	u := s.get("/api/stats").json(t)["unclaimed_kinds"].([]any)
+	if len(u) != 1 || u[0].(map[string]any)["kind"] != "nobody.handles.me" || u[0].(map[string]any)["queue"] != "mail" {
+		t.Fatalf("unclaimed_kinds: %v, want mail/nobody.handles.me", u)
 	}
 }

@@ -125,5 +125,6 @@ func scopedStats(p *principal, st *app.Stats) {
 	if p.restricted() {
 		st.Queues = inScope(p, st.Queues, func(q app.QueueStats) string { return q.Queue })
 		st.Total = app.TotalStats(st.Queues)
+		st.UnclaimedKinds = inScope(p, st.UnclaimedKinds, func(u app.UnclaimedKind) string { return u.Queue })
 	}
 }

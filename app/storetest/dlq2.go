@@ -350,6 +350,11 @@ func testDeadLetterRacingRetryAndCancel(e *env) {
 // meanwhile shows in the stats; a kind a worker claims, slowly, does not.
 func testStatsFlagUnclaimedKinds(e *env) {
 	svc := e.service(nil)
+	// "re": the job claimed lately (1) is not the newest done one (2).
+	for _, p := range []int{0, -1, 1} {
+		e.submitOne("r", "re", func(nj *app.NewJob) { nj.Priority = p })
+	}
+	e.complete(e.claimOne("r"), `1`) // job 2, now
 	e.submitOne("q", "tpyo")
 	e.submitN(2, "q", "slow")
 	e.clock.Advance(app.UnclaimedAfter - time.Minute)
@@ -359,6 +364,7 @@ func testStatsFlagUnclaimedKinds(e *env) {
 	}
 	e.complete(slow[0], `1`) // claimed a minute before the wait is long
 	e.clock.Advance(2 * time.Minute)
+	e.complete(e.claimOne("r"), `1`) // job 1, after the wait grew long; job 3 still waits
 	e.submitOne("q", "fresh")
 	st, err := svc.Stats(e.ctx)
 	if err != nil || len(st.UnclaimedKinds) != 1 {
