@@ -363,8 +363,12 @@ func (t *tx) RequestCancel(j *app.Job, reason string) (*app.Job, error) {
 	})
 }
 
-// InsertDead implements app.Tx.
+// InsertDead implements app.Tx. Like the databases' primary key, an id
+// that has a row already is refused, never overwritten.
 func (t *tx) InsertDead(d *app.DeadJob) error {
+	if _, ok := t.s.dead[d.ID]; ok {
+		return fmt.Errorf("dead-letter row %d exists already", d.ID)
+	}
 	t.putDead(d.Clone())
 	return nil
 }

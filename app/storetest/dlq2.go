@@ -399,3 +399,18 @@ func testDLQAlertHook(e *env) {
 		e.t.Fatalf("alerts %+v, want one dlq.alert for queue q", alerts)
 	}
 }
+
+// A dead-letter row is never overwritten: inserting one for an id that has
+// a row fails, on every store, and the row stays as it was.
+func testDeadLetterRowIsNeverOverwritten(e *env) {
+	d := e.deadLetter(e.submitOne("q", "k"))
+	again := *d
+	again.Reason, again.LastError = app.ReasonAdminMove, "overwritten"
+	err := e.s.Write(e.ctx, func(tx app.Tx) error { return tx.InsertDead(&again) })
+	if err == nil {
+		e.t.Fatal("a second dead-letter row for the same id was stored")
+	}
+	if got := e.dead(d.ID); got.Reason != d.Reason || got.LastError != d.LastError {
+		e.t.Fatalf("the row after a refused insert: %+v, want it as it was", got)
+	}
+}

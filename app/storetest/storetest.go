@@ -147,6 +147,7 @@ func Run(t *testing.T, open Opener) {
 		"DeadLetterRacingRetryAndCancel":           testDeadLetterRacingRetryAndCancel,
 		"StatsFlagUnclaimedKinds":                  testStatsFlagUnclaimedKinds,
 		"DLQAlertHook":                             testDLQAlertHook,
+		"DeadLetterRowIsNeverOverwritten":          testDeadLetterRowIsNeverOverwritten,
 	}
 	names := make([]string, 0, len(cases))
 	for n := range cases {
