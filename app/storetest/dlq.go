@@ -93,6 +93,20 @@ func testDeadLetterMoveIsAtomicForReaders(e *env) {
 			}
 		}()
 	}
+	wg.Add(1)
+	go func() { // and the stats count each job once, in the jobs or in the DLQ
+		defer wg.Done()
+		for !stop.Load() {
+			st, err := e.s.Stats(e.ctx)
+			reads.Add(1)
+			for _, q := range st {
+				if q.Queue == "atomic" && (err != nil || q.Total != n) {
+					e.t.Errorf("stats during the moves: %+v %v, want %d jobs in all", q, err, n)
+					return
+				}
+			}
+		}
+	}()
 	for reads.Load() < 10 { // readers are running before the first move
 		time.Sleep(time.Millisecond)
 	}
