@@ -250,12 +250,7 @@ func (w *wtx) Take(req app.ClaimRequest, n int) ([]*app.Job, error) {
 
 // SetRate implements app.Tx.
 func (w *wtx) SetRate(queue string, tokens float64) error {
-	_, err := w.exec(`INSERT INTO queues (name, rate_tokens, rate_at) VALUES ($1, $2, $3)
-		ON CONFLICT (name) DO UPDATE SET rate_tokens = excluded.rate_tokens, rate_at = excluded.rate_at`, queue, tokens, w.now)
-	if err == nil {
-		w.queues = append(w.queues, queue)
-	}
-	return err
+	return w.setQueue(queue, []string{"rate_tokens", "rate_at"}, tokens, w.now)
 }
 
 // pipeClaim adds to p the claim of up to n jobs for req, planned for its

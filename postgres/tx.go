@@ -453,10 +453,12 @@ func (w *wtx) SetQueuePaused(queue string, paused bool) error {
 	if paused {
 		at = &w.now
 	}
-	_, err := w.exec(`INSERT INTO queues (name, paused, paused_at) VALUES ($1, $2, $3)
-		ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, paused_at = excluded.paused_at`,
-		queue, paused, at)
-	if err == nil {
+	return w.setQueue(queue, []string{"paused", "paused_at"}, paused, at)
+}
+
+// setQueue sets columns of queue's row, making it, and notes the queue known.
+func (w *wtx) setQueue(queue string, cols []string, vals ...any) (err error) {
+	if _, err = w.exec(sqlq.SetQueue(true, cols...), append([]any{queue}, vals...)...); err == nil {
 		w.queues = append(w.queues, queue)
 	}
 	return err

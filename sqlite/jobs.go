@@ -259,9 +259,7 @@ func (w *wtx) Take(req app.ClaimRequest, n int) ([]*app.Job, error) {
 
 // SetRate implements app.Tx.
 func (w *wtx) SetRate(queue string, tokens float64) error {
-	_, err := w.exec(`INSERT INTO queues (name, rate_tokens, rate_at) VALUES (?, ?, ?)
-		ON CONFLICT (name) DO UPDATE SET rate_tokens = excluded.rate_tokens, rate_at = excluded.rate_at`, queue, tokens, ms(w.now))
-	return err
+	return w.setQueue(queue, []string{"rate_tokens", "rate_at"}, tokens, ms(w.now))
 }
 
 // claimSQL claims in claim order through jobs_claim (queue, kind,

@@ -18,3 +18,14 @@ func TestPage(t *testing.T) {
 		}
 	}
 }
+
+func TestSetQueue(t *testing.T) {
+	if got, want := SetQueue(true, "paused", "paused_at"),
+		"INSERT INTO queues (name, paused, paused_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, paused_at = excluded.paused_at"; got != want {
+		t.Errorf("SetQueue(dollar) = %q, want %q", got, want)
+	}
+	if got, want := SetQueue(false, "rate_tokens"),
+		"INSERT INTO queues (name, rate_tokens) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET rate_tokens = excluded.rate_tokens"; got != want {
+		t.Errorf("SetQueue = %q, want %q", got, want)
+	}
+}
