@@ -87,7 +87,6 @@ func validateFilter(queue, kind, tag, reason string) error {
 	return ValidateReason(reason)
 }
 
-// GetDead returns dead-letter row id.
 // CountDead counts the dead-letter rows that match a list's filters.
 func (s *Service) CountDead(ctx context.Context, in DeadListInput) (int, error) {
 	f, err := in.filter()
@@ -99,6 +98,9 @@ func (s *Service) CountDead(ctx context.Context, in DeadListInput) (int, error) 
 
 // DeadByIDs returns the dead-letter rows of ids that exist (at most 1,000).
 func (s *Service) DeadByIDs(ctx context.Context, ids []int64) ([]*DeadJob, error) {
+	if len(ids) == 0 { // no ids would be no filter: a page of unrelated rows
+		return nil, nil
+	}
 	if len(ids) > 1000 {
 		return nil, Invalid("id", "at most 1000 rows at once")
 	}
@@ -116,6 +118,9 @@ func (s *Service) JobQueues(ctx context.Context, ids []int64) (map[int64]string,
 	if len(ids) > MaxCompleteBatch {
 		return nil, Invalid("jobs", "%d jobs; at most %d", len(ids), MaxCompleteBatch)
 	}
+	if len(ids) == 0 {
+		return map[int64]string{}, nil
+	}
 	jobs, err := s.Store.List(ctx, JobFilter{IDs: ids, Limit: len(ids), Asc: true})
 	if err != nil {
 		return nil, err
@@ -130,6 +135,7 @@ func (s *Service) JobQueues(ctx context.Context, ids []int64) (map[int64]string,
 // Ping reports whether the store answers (readiness).
 func (s *Service) Ping(ctx context.Context) error { return s.Store.Ping(ctx) }
 
+// GetDead returns dead-letter row id.
 func (s *Service) GetDead(ctx context.Context, id int64) (*DeadJob, error) {
 	_, dead, err := s.Store.Lookup(ctx, id)
 	if err != nil {
@@ -181,18 +187,12 @@ func (s *Service) Replay(ctx context.Context, id int64, in ReplayInput, actor st
 	if err := in.ReplayOverride.check(true); err != nil {
 		return nil, err
 	}
-	var rec *OnceRecord
+	var onceKey string
 	if in.IdempotencyKey != "" {
 		if len(in.IdempotencyKey) > MaxKeyLength {
 			return nil, Invalid("Idempotency-Key", "the Idempotency-Key header is longer than %d bytes", MaxKeyLength)
 		}
-		if rec, err = OnceAcquire(ctx, s.Store, "dlq.replay "+strconv.FormatInt(id, 10)+" "+in.IdempotencyKey, time.Minute); err != nil {
-			return nil, err
-		}
-		var done struct{ JobID int64 }
-		if !rec.Acquired && json.Unmarshal(rec.Result, &done) == nil {
-			return s.Get(ctx, done.JobID, 0, false)
-		}
+		onceKey = "dlq.replay " + strconv.FormatInt(id, 10) + " " + in.IdempotencyKey
 	}
 	override := &in.ReplayOverride
 	target := "dead_letter " + strconv.FormatInt(id, 10)
@@ -201,18 +201,12 @@ func (s *Service) Replay(ctx context.Context, id int64, in ReplayInput, actor st
 		filter, _ = json.Marshal(map[string]any{"set": set})
 	}
 	jobs, err := Replay(ctx, s.Store, ReplayRequest{Filter: DeadFilter{IDs: []int64{id}, Limit: 1}, RunAt: at, Override: override,
-		Audit: &AuditEntry{Actor: actor, Action: "dlq.replay", Target: target, Filter: filter}})
+		OnceKey: onceKey, Audit: &AuditEntry{Actor: actor, Action: "dlq.replay", Target: target, Filter: filter}})
 	if err != nil {
 		return nil, err
 	}
 	if len(jobs) == 0 {
 		return nil, ErrNotFound
-	}
-	if rec != nil {
-		res, _ := json.Marshal(struct{ JobID int64 }{jobs[0].ID})
-		if _, err := OnceDone(context.WithoutCancel(ctx), s.Store, rec.Key, rec.Token, res); err != nil {
-			return nil, err
-		}
 	}
 	return jobs[0], nil
 }

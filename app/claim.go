@@ -44,13 +44,8 @@ func Claim(ctx context.Context, w Writer, req ClaimRequest) ([]*Job, error) {
 		if out, err = tx.Take(req, n); err != nil {
 			return err
 		}
-		slices.SortFunc(out, ClaimOrder)
-		for _, j := range out {
-			if err := tx.Fault(FaultClaim, j.ID); err != nil {
-				return err
-			}
-			tx.Publish(EventStarted, j.ID, j.Queue, j.Kind, StartedData(j))
-			tx.Moved(j.Queue, StatusQueued, StatusProcessing, 1)
+		if err := Claimed(tx, out); err != nil {
+			return err
 		}
 		if req.Rate > 0 {
 			return tx.SetRate(req.Queue, left+float64(n-len(out)))
@@ -61,4 +56,19 @@ func Claim(ctx context.Context, w Writer, req ClaimRequest) ([]*Job, error) {
 		return nil, fmt.Errorf("claim from %s: %w", req.Queue, err)
 	}
 	return out, nil
+}
+
+// Claimed is what follows the take of jobs in a claim's transaction, also
+// PostgreSQL's one-statement claim: the jobs in claim order, the fault
+// point, job.started, the counts moved.
+func Claimed(tx Tx, jobs []*Job) error {
+	slices.SortFunc(jobs, ClaimOrder)
+	for _, j := range jobs {
+		if err := tx.Fault(FaultClaim, j.ID); err != nil {
+			return err
+		}
+		tx.Publish(EventStarted, j.ID, j.Queue, j.Kind, StartedData(j))
+		tx.Moved(j.Queue, StatusQueued, StatusProcessing, 1)
+	}
+	return nil
 }

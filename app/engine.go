@@ -3,6 +3,7 @@ package app
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -12,8 +13,9 @@ import (
 // failure, a snooze, a cancel, a lost lease, a drain, an admin move, a TTL,
 // a replay, a purge and a periodic fire do,
 // and in which order (row, fault point, event, counters, wake-up). The
-// stores only carry out the steps. Submit's rules are in submit.go; claim
-// and complete stay inside each store, where their batched fast paths live.
+// stores only carry out the steps. Submit's rules are in submit.go, the
+// claim's in claim.go; the batched claim and completion statements of the
+// SQL stores call Claimed and Completed for what follows them.
 
 // Complete marks each item's job done with its result (JSON null if none),
 // each fenced on its own under its lease, so the answers match items one to
@@ -38,10 +40,7 @@ func Complete(ctx context.Context, w Writer, items []Completion) ([]error, error
 			if err := tx.Fault(FaultComplete, j.ID); err != nil {
 				return err
 			}
-			tx.Publish(EventSucceeded, j.ID, j.Queue, j.Kind, FinishedData(j.StartedAt, tx.Now()))
-			tx.Moved(j.Queue, StatusProcessing, StatusDone, 1)
-			tx.Count(j.Queue, 1, 0)
-			tx.Wake(j.Queue) // a concurrency slot is free
+			Completed(tx, j.Queue, j.Kind, j.ID, j.StartedAt)
 		}
 		return nil
 	})
@@ -63,6 +62,18 @@ func keyFree(tx Tx, nj *NewJob, id int64) error {
 	}
 	return fmt.Errorf("%w: key %q in queue %q belongs to job %d; the replay of dead-letter row %d cannot take it",
 		ErrIdempotencyConflict, nj.IdempotencyKey, nj.Queue, holder.ID, id)
+}
+
+// Completed is what follows a job's completion in its transaction, also
+// in the SQLite store's batched statement: job.succeeded, the counts moved,
+// the throughput, the wake-up (a concurrency slot is free). PostgreSQL's
+// one-statement completion counts its throughput in SQL and wakes only
+// this node's claimers (its claims without limits need no wake-up).
+func Completed(tx Tx, queue, kind string, id int64, started *time.Time) {
+	tx.Publish(EventSucceeded, id, queue, kind, FinishedData(started, tx.Now()))
+	tx.Moved(queue, StatusProcessing, StatusDone, 1)
+	tx.Count(queue, 1, 0)
+	tx.Wake(queue)
 }
 
 // RecordAudit stores an admin action of its own (one that moved no job:
@@ -503,6 +514,19 @@ func Replay(ctx context.Context, w Writer, req ReplayRequest) ([]*Job, error) {
 	var out []*Job
 	err := w.Write(ctx, func(tx Tx) error {
 		out = nil
+		var once *OnceRecord
+		if req.OnceKey != "" { // a repeat of this request answers with the job the first made
+			var err error
+			if once, err = tx.Once(req.OnceKey); err != nil {
+				return err
+			}
+			var done struct{ JobID int64 }
+			if once.Done && json.Unmarshal(once.Result, &done) == nil {
+				j, err := tx.Job(done.JobID)
+				out = []*Job{j}
+				return err
+			}
+		}
 		rows, err := tx.Dead(req.Filter)
 		if err != nil {
 			return err
@@ -533,6 +557,14 @@ func Replay(ctx context.Context, w Writer, req ReplayRequest) ([]*Job, error) {
 		}
 		for i, d := range rows {
 			tx.Event(EventDLQReplayed, d.ID, d.Queue, d.Kind, eventData(map[string]any{"dead_letter_id": d.ID, "job_id": out[i].ID}))
+		}
+		if once != nil && len(out) > 0 {
+			now := tx.Now().Truncate(time.Millisecond)
+			once.Done, once.DoneAt, once.Token = true, &now, "replay"
+			once.Result, _ = json.Marshal(struct{ JobID int64 }{out[0].ID})
+			if err := tx.SaveOnce(once); err != nil {
+				return err
+			}
 		}
 		return recordAudit(tx, req.Audit, len(out))
 	})

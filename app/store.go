@@ -318,7 +318,11 @@ type ReplayRequest struct {
 	Spacing time.Duration
 	// Override, if set, changes what the new jobs get from their rows.
 	Override *ReplayOverride
-	Audit    *AuditEntry
+	// OnceKey, if set, names a once-record that makes a repeat of this
+	// replay answer with the job the first one made, in the same
+	// transaction as the replay (a retried request never makes two jobs).
+	OnceKey string
+	Audit   *AuditEntry
 }
 
 // JobFilter selects jobs. Zero fields match everything.

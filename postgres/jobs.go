@@ -300,14 +300,7 @@ func (w *wtx) claimStatement(req app.ClaimRequest, n int, locked bool) (string, 
 // started puts claimed jobs in claim order and publishes (after commit)
 // their job.started.
 func (w *wtx) started(jobs []*app.Job) ([]*app.Job, error) {
-	slices.SortFunc(jobs, app.ClaimOrder)
-	for _, j := range jobs {
-		if err := w.Fault(app.FaultClaim, j.ID); err != nil {
-			return nil, err
-		}
-		w.Publish(app.EventStarted, j.ID, j.Queue, j.Kind, app.StartedData(j))
-	}
-	return jobs, nil
+	return jobs, app.Claimed(w, jobs)
 }
 
 // customPlans makes the claim that follows it in its transaction planned

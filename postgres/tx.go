@@ -65,9 +65,6 @@ func (w *wtx) Now() time.Time { return w.now }
 // counts the rows).
 func (w *wtx) Moved(string, app.Status, app.Status, int) {}
 
-// Wake implements app.Tx: queue's claimers, here and on every node, are
-// woken after the commit.
-
 // write runs fn in a transaction of its own and commits it. fn must leave
 // nothing behind when it returns an error (the transaction is rolled back)
 // and must reset what it returns at its start: a transaction that lost a

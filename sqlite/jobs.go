@@ -453,10 +453,7 @@ func (w *wtx) completeRows(q string, args []any, done map[int64]int64) error {
 // completed records that job id was completed under lease.
 func (w *wtx) completed(id, lease int64, queue, kind string, started *time.Time, done map[int64]int64) {
 	done[id] = lease
-	w.Publish(app.EventSucceeded, id, queue, kind, app.FinishedData(started, w.now))
-	w.Moved(queue, app.StatusProcessing, app.StatusDone, 1)
-	w.Count(queue, 1, 0)
-	w.Wake(queue) // a concurrency slot is free
+	app.Completed(w, queue, kind, id, started)
 }
 
 // completeChunk is the most items one completion statement takes.
