@@ -7,6 +7,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -297,7 +298,9 @@ func (t *tx) ExpireDue(limit int) ([]app.Ref, error) {
 			due = append(due, j)
 		}
 	}
-	sort.Slice(due, func(a, b int) bool { return due[a].ID < due[b].ID })
+	slices.SortFunc(due, func(a, b *app.Job) int { // the earliest expiry first, as the databases do
+		return cmp.Or(a.ExpiresAt.Compare(*b.ExpiresAt), cmp.Compare(a.ID, b.ID))
+	})
 	var refs []app.Ref
 	for _, j := range due[:min(len(due), max(limit, 1))] {
 		if _, err := t.Cancel(j, app.CancelExpired); err != nil {
@@ -540,7 +543,10 @@ func (t *tx) ClaimQueue(queue string, busy bool) (app.QueueLimits, error) {
 		l = app.QueueLimits{Paused: q.paused, Tokens: q.tokens, RateAt: q.rateAt}
 	}
 	for _, j := range t.s.jobs {
-		if busy && j.Queue == queue && j.Status == app.StatusProcessing {
+		if !busy {
+			break // no concurrency limit: no need to count
+		}
+		if j.Queue == queue && j.Status == app.StatusProcessing {
 			l.Busy++
 		}
 	}

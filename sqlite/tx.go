@@ -140,7 +140,7 @@ func (w *wtx) Audit(e app.AuditEntry) error {
 // ExpireDue implements app.Tx.
 func (w *wtx) ExpireDue(limit int) ([]app.Ref, error) {
 	rows, err := w.query(`UPDATE jobs SET status = 'cancelled', cancel_reason = 'expired', finished_at = ?, updated_at = ?
-		WHERE id IN (SELECT id FROM jobs WHERE status = 'queued' AND expires_at IS NOT NULL AND expires_at <= ? LIMIT ?)
+		WHERE id IN (SELECT id FROM jobs WHERE status = 'queued' AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at LIMIT ?)
 		RETURNING id, queue, kind`, ms(w.now), ms(w.now), ms(w.now), limit)
 	return collect(rows, err, scanRef)
 }
