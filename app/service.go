@@ -31,6 +31,15 @@ type Service struct {
 	stopOnce sync.Once
 	stop     chan struct{}
 	waiters  atomic.Int64 // long polls waiting now (see holdWait)
+
+	// unclaimed caches unclaimedKinds for UnclaimedEvery: every Stats
+	// (each /metrics scrape, each page) would otherwise scan the queued
+	// jobs again.
+	unclaimed struct {
+		mu    sync.Mutex
+		at    time.Time
+		kinds []UnclaimedKind
+	}
 }
 
 // DefaultMaxWaiters caps the long polls of a server when

@@ -113,3 +113,38 @@ func TestLongPollsAreCapped(t *testing.T) {
 		t.Fatalf("Waiting after every wait ended = %d, want 0", n)
 	}
 }
+
+// Stats reuses its answer on unclaimed kinds for UnclaimedEvery (each
+// /metrics scrape and page asks for Stats), then looks again.
+func TestUnclaimedKindsAreReusedBriefly(t *testing.T) {
+	ctx := context.Background()
+	clock := app.NewFakeClock(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	bus := app.NewBus()
+	store := memory.New(app.StoreOptions{Bus: bus, Clock: clock})
+	svc := app.NewService(store, nil, clock, bus, zerolog.Nop())
+	if _, err := svc.Submit(ctx, []app.SubmitInput{{Queue: "q", Kind: "orphan"}}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(app.UnclaimedAfter + time.Second)
+	count := func() int {
+		st, err := svc.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(st.UnclaimedKinds)
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("%d unclaimed kinds, want the orphan", n)
+	}
+	if _, err := svc.Claim(ctx, "q", app.ClaimInput{WorkerID: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(app.UnclaimedEvery / 2)
+	if n := count(); n != 1 {
+		t.Fatalf("%d unclaimed kinds within %v, want the answer reused", n, app.UnclaimedEvery)
+	}
+	clock.Advance(app.UnclaimedEvery)
+	if n := count(); n != 0 {
+		t.Fatalf("%d unclaimed kinds after %v, want a new look (the kind was claimed)", n, app.UnclaimedEvery)
+	}
+}

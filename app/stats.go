@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"iter"
+	"slices"
 	"sort"
 	"time"
 )
@@ -122,9 +123,26 @@ type UnclaimedKind struct {
 	OldestAge float64 `json:"oldest_age_seconds"`
 }
 
+// UnclaimedEvery is how long an answer of unclaimedKinds is reused.
+const UnclaimedEvery = 30 * time.Second
+
 // unclaimedKinds finds the kinds whose due jobs waited UnclaimedAfter while
-// no job of theirs started.
+// no job of theirs started; an answer younger than UnclaimedEvery is reused.
 func (s *Service) unclaimedKinds(ctx context.Context, now time.Time) ([]UnclaimedKind, error) {
+	c := &s.unclaimed
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.at.IsZero() && now.Sub(c.at) >= 0 && now.Sub(c.at) < UnclaimedEvery {
+		return slices.Clone(c.kinds), nil
+	}
+	kinds, err := s.findUnclaimed(ctx, now)
+	if err == nil {
+		c.at, c.kinds = now, kinds
+	}
+	return slices.Clone(kinds), err
+}
+
+func (s *Service) findUnclaimed(ctx context.Context, now time.Time) ([]UnclaimedKind, error) {
 	since := now.Add(-UnclaimedAfter)
 	waits, err := s.Store.Waiting(ctx, since)
 	if err != nil {
