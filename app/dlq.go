@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -209,4 +210,33 @@ func auditOverride(o *ReplayOverride) map[string]any {
 		return nil
 	}
 	return m
+}
+
+// DeadCSVColumns are the columns of the DLQ's CSV export (the CLI's and the
+// web UI's alike).
+var DeadCSVColumns = []string{"id", "queue", "kind", "dead_letter_reason", "moved_to_dead_letter_at", "attempts",
+	"last_error", "note", "resurrection_count", "replayed_job_id", "payload"}
+
+// CSVRecord is d as a row of DeadCSVColumns. Free text (last_error, note)
+// starting with = + - @ gets a leading ' so a spreadsheet shows it as text
+// rather than running it as a formula; the JSON lines export is exact.
+func (d *DeadJob) CSVRecord() []string {
+	replayed := ""
+	if d.ReplayedJobID != nil {
+		replayed = strconv.FormatInt(*d.ReplayedJobID, 10)
+	}
+	payload := string(d.Payload)
+	var b bytes.Buffer
+	if json.Compact(&b, d.Payload) == nil {
+		payload = b.String()
+	}
+	return []string{strconv.FormatInt(d.ID, 10), d.Queue, d.Kind, d.Reason, FormatTime(d.MovedAt), strconv.Itoa(d.Attempts),
+		cellText(d.LastError), cellText(d.Note), strconv.Itoa(d.ResurrectionCount), replayed, payload}
+}
+
+func cellText(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
 }

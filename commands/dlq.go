@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"bufio"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -100,7 +101,7 @@ func dlqCommand() *cli.Command {
 			{
 				Name:  "purge",
 				Usage: "delete dead-letter rows",
-				UsageText: "queue dlq purge ID\nqueue dlq purge (--queue Q | --kind K | --tag T | --reason R | --older-than D | --all) [--dry-run] [--yes]\n\n" +
+				UsageText: "queue dlq purge ID\nqueue dlq purge (--queue Q | --kind K | --tag T | --all) [--reason R] [--older-than D] [--dry-run] [--yes]\n\n" +
 					"Examples:\n  queue dlq purge 42\n  queue dlq purge --queue emails --older-than 7d",
 				Flags:  withFlags(serverFlags(), filterFlags(true), bulkFlags(&cli.StringFlag{Name: "older-than", Usage: "only rows moved longer ago than this (7d, 12h)"})),
 				Action: func(c *cli.Context) error { return dlqAction(c, app.BulkPurge) },
@@ -108,11 +109,11 @@ func dlqCommand() *cli.Command {
 			{
 				Name:  "move",
 				Usage: "move jobs into the dead-letter queue (reason admin_move)",
-				UsageText: "queue dlq move ID [--reason TEXT]\nqueue dlq move (--queue Q | --kind K | --tag T | --all) [--status S]... [--reason TEXT] [--dry-run] [--yes]\n\n" +
-					"A job named by id moves from queued, scheduled or cancelled; a filter takes queued and scheduled jobs\n(--status cancelled widens it). --reason is your text, kept on the row as its note.\n\n" +
-					"Examples:\n  queue dlq move 42 --reason 'bad customer data'\n  queue dlq move --queue broken --kind import",
+				UsageText: "queue dlq move ID [--note TEXT]\nqueue dlq move (--queue Q | --kind K | --tag T | --all) [--status S]... [--note TEXT] [--dry-run] [--yes]\n\n" +
+					"A job named by id moves from queued, scheduled or cancelled; a filter takes queued and scheduled jobs\n(--status cancelled widens it). --note (or --reason) is your text, kept on the row.\n\n" +
+					"Examples:\n  queue dlq move 42 --note 'bad customer data'\n  queue dlq move --queue broken --kind import",
 				Flags: withFlags(serverFlags(), filterFlags(false), bulkFlags(
-					&cli.StringFlag{Name: "reason", Usage: "why: kept on the dead-letter rows as their note"},
+					&cli.StringFlag{Name: "note", Aliases: []string{"reason"}, Usage: "why: kept on the dead-letter rows as their note"},
 					&cli.StringSliceFlag{Name: "status", Usage: "queued, scheduled or cancelled (repeat for several)"},
 				)),
 				Action: func(c *cli.Context) error { return dlqAction(c, app.BulkMove) },
@@ -207,16 +208,10 @@ func replayWhen(c *cli.Context, action string) (app.ReplayInput, error) {
 	if action != app.BulkReplay {
 		return in, nil
 	}
-	if v := c.String("delay"); v != "" {
-		d, err := app.ParseDuration(v)
-		if err != nil {
-			return in, usagef("--delay: %v", err)
-		}
-		ad := app.Duration(d)
-		in.Delay = &ad
-	}
+	var err error
+	in.Delay, err = durationFlag(c, "delay")
 	in.RunAt = c.Timestamp("run-at")
-	return in, nil
+	return in, err
 }
 
 // dlqOne replays or purges the dead-letter row the argument names. Move
@@ -232,7 +227,7 @@ func dlqOne(c *cli.Context, action string, when app.ReplayInput) error {
 	}
 	cl := newClient(c)
 	if action == app.BulkMove {
-		res, err := cl.Bulk(c.Context, action, app.BulkInput{IDs: []int64{id}, Note: c.String("reason")})
+		res, err := cl.Bulk(c.Context, action, app.BulkInput{IDs: []int64{id}, Note: c.String("note")})
 		if err != nil {
 			return remoteErr(c, err)
 		}
@@ -285,16 +280,12 @@ func bulkInput(c *cli.Context, action string, when app.ReplayInput) (app.BulkInp
 		}
 	case app.BulkPurge:
 		in.Reason = c.String("reason")
-		if v := c.String("older-than"); v != "" {
-			d, err := app.ParseDuration(v)
-			if err != nil {
-				return in, usagef("--older-than: %v", err)
-			}
-			ad := app.Duration(d)
-			in.OlderThan = &ad
+		var err error
+		if in.OlderThan, err = durationFlag(c, "older-than"); err != nil {
+			return in, err
 		}
 	case app.BulkMove:
-		in.Note, in.Statuses = c.String("reason"), c.StringSlice("status")
+		in.Note, in.Statuses = c.String("note"), c.StringSlice("status")
 	}
 	if in.Queue == "" && in.Kind == "" && in.Tag == "" && !in.AllowAll {
 		return in, usagef("dlq %s needs --queue, --kind or --tag, or --all to act on everything (--reason and --older-than only narrow)", action)
@@ -360,6 +351,10 @@ func dlqStats(c *cli.Context) error {
 	if c.Bool("json") {
 		return printJSON(c.App.Writer, st)
 	}
+	if st.Total == 0 {
+		fmt.Fprintln(c.App.Writer, "the dead-letter queue is empty")
+		return nil
+	}
 	fmt.Fprintf(c.App.Writer, "%d rows, the oldest moved %s ago; %d replayed (%d replays)\n", st.Total,
 		(time.Duration(st.OldestAge) * time.Second).String(), st.Replayed, st.Replays)
 	tw := table(c.App.Writer)
@@ -376,8 +371,10 @@ func dlqStats(c *cli.Context) error {
 }
 
 // dlqExport writes every dead-letter row matching the filters, page by
-// page, as JSON lines or CSV, counting on stderr as it goes.
-func dlqExport(c *cli.Context) error {
+// page, as JSON lines or CSV (app.DeadCSVColumns), counting on stderr as it
+// goes. A write that fails (a full disk) fails the export: a cut-off file
+// never passes for a whole one.
+func dlqExport(c *cli.Context) (err error) {
 	o, err := deadListOptions(c)
 	if err != nil {
 		return err
@@ -386,19 +383,23 @@ func dlqExport(c *cli.Context) error {
 	if format != "jsonl" && format != "csv" {
 		return usagef("--format is jsonl or csv, not %q", format)
 	}
-	w := c.App.Writer
+	out := c.App.Writer
 	if path := c.String("out"); path != "" {
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600) // rows hold payloads
 		if err != nil {
 			return fmt.Errorf("export: %w", err)
 		}
-		defer f.Close()
-		w = f
+		defer func() {
+			if cerr := f.Close(); err == nil && cerr != nil {
+				err = fmt.Errorf("export: %w", cerr)
+			}
+		}()
+		out = f
 	}
+	w := bufio.NewWriter(out)
 	cw := csv.NewWriter(w)
 	if format == "csv" {
-		cw.Write([]string{"id", "queue", "kind", "dead_letter_reason", "moved_to_dead_letter_at", "attempts", "last_error", "note",
-			"resurrection_count", "replayed_job_id", "payload"})
+		cw.Write(app.DeadCSVColumns)
 	}
 	cl, n := newClient(c), 0
 	for o.Limit = 1000; ; {
@@ -407,19 +408,19 @@ func dlqExport(c *cli.Context) error {
 			return remoteErr(c, err)
 		}
 		for _, d := range page.Jobs {
-			if format == "jsonl" {
-				b, _ := json.Marshal(d)
-				fmt.Fprintf(w, "%s\n", b)
+			if format == "csv" {
+				cw.Write(d.CSVRecord())
 				continue
 			}
-			replayed := ""
-			if d.ReplayedJobID != nil {
-				replayed = strconv.FormatInt(*d.ReplayedJobID, 10)
+			b, err := json.Marshal(d)
+			if err != nil {
+				return fmt.Errorf("export row %d: %w", d.ID, err)
 			}
-			cw.Write([]string{strconv.FormatInt(d.ID, 10), d.Queue, d.Kind, d.Reason, app.FormatTime(d.MovedAt), strconv.Itoa(d.Attempts),
-				d.LastError, d.Note, strconv.Itoa(d.ResurrectionCount), replayed, string(d.Payload)})
+			w.Write(append(b, '\n'))
 		}
-		cw.Flush()
+		if cw.Flush(); cw.Error() != nil {
+			return fmt.Errorf("export: %w", cw.Error())
+		}
 		n += len(page.Jobs)
 		fmt.Fprintf(c.App.ErrWriter, "exported %d rows\r", n)
 		if o.Cursor = page.NextCursor; o.Cursor == "" {
@@ -427,7 +428,10 @@ func dlqExport(c *cli.Context) error {
 		}
 	}
 	fmt.Fprintln(c.App.ErrWriter)
-	return cw.Error()
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	return nil
 }
 
 // confirmBulk counts what a purge or a move would touch (a dry run) and
@@ -447,8 +451,8 @@ func confirmBulk(c *cli.Context, cl *client.Client, action string, in *app.BulkI
 	what := "purge " + plural(res.Count, "dead-letter row")
 	none := "nothing to purge: no dead-letter row matches"
 	if action == app.BulkMove {
-		what = "move " + plural(res.Count, "queued job") + " to the dead-letter queue"
-		none = "nothing to move: no queued job matches"
+		what = "move " + plural(res.Count, "job") + " to the dead-letter queue"
+		none = "nothing to move: no job matches"
 	}
 	return confirmCount(c, res.Count, what, none)
 }

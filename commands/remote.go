@@ -220,13 +220,9 @@ func submitInput(c *cli.Context) (app.SubmitInput, error) {
 		flag string
 		dst  **app.Duration
 	}{{"delay", &in.Delay}, {"timeout", &in.Timeout}, {"ttl", &in.TTL}} {
-		if v := c.String(d.flag); v != "" {
-			dur, err := app.ParseDuration(v)
-			if err != nil {
-				return in, usagef("--%s: %v", d.flag, err)
-			}
-			ad := app.Duration(dur)
-			*d.dst = &ad
+		var err error
+		if *d.dst, err = durationFlag(c, d.flag); err != nil {
+			return in, err
 		}
 	}
 	if t := c.Timestamp("run-at"); t != nil {
@@ -327,7 +323,7 @@ func jobsList(c *cli.Context) error {
 	if page.NextCursor != "" {
 		fmt.Fprintf(c.App.ErrWriter, "more: --cursor %s\n", page.NextCursor)
 	}
-	if c.String("status") == "" && c.String("cursor") == "" {
+	if c.String("status") == "" && c.String("cursor") == "" && !c.Bool("json") { // a person reads the hint, a script would pay its request
 		hintDeadLetters(c)
 	}
 	return nil
@@ -612,4 +608,19 @@ func auditCommand() *cli.Command {
 			return tw.Flush()
 		},
 	}
+}
+
+// durationFlag reads duration flag name (7d, 90s), nil if not given; a bad
+// value is a usage error naming the flag.
+func durationFlag(c *cli.Context, name string) (*app.Duration, error) {
+	v := c.String(name)
+	if v == "" {
+		return nil, nil
+	}
+	d, err := app.ParseDuration(v)
+	if err != nil {
+		return nil, usagef("--%s: %v", name, err)
+	}
+	ad := app.Duration(d)
+	return &ad, nil
 }

@@ -701,7 +701,7 @@ func (h *handler) listDead(c echo.Context) error {
 // and day, of the queues the token may see.
 func (h *handler) deadStats(c echo.Context) error {
 	p := who(c)
-	st, err := h.svc.DeadStats(c.Request().Context(), func(q string) bool { return !p.restricted() || p.allowsQueue(q) })
+	st, err := h.svc.DeadStats(c.Request().Context(), p.allowsQueue)
 	if err != nil {
 		return err
 	}

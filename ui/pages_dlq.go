@@ -231,11 +231,13 @@ func (p *pages) deadList(c echo.Context) error {
 	if v.QueueNames, err = p.queueNames(ctx, f.Queue); err != nil {
 		return err
 	}
-	st, err := p.svc.DeadStats(ctx, who(c).allowsQueue) // a token's queues only, as GET /api/dlq/stats
-	if err != nil {
-		return err
+	if cursor == "" { // the counts of the whole DLQ head its first page; the next pages need not group it again
+		st, err := p.svc.DeadStats(ctx, who(c).allowsQueue) // a token's queues only, as GET /api/dlq/stats
+		if err != nil {
+			return err
+		}
+		v.Stats = newDeadStatsView(st)
 	}
-	v.Stats = newDeadStatsView(st)
 	return p.render(c, status, "dlq", v)
 }
 
@@ -365,12 +367,12 @@ func (p *pages) deadExport(c echo.Context) error {
 	var write func([]*app.DeadJob) error
 	if format == "csv" {
 		cw := csv.NewWriter(w)
-		if err := cw.Write(exportColumns); err != nil {
+		if err := cw.Write(app.DeadCSVColumns); err != nil {
 			return nil // the client went away
 		}
 		write = func(rows []*app.DeadJob) error {
 			for _, d := range rows {
-				if err := cw.Write(exportRecord(d)); err != nil {
+				if err := cw.Write(d.CSVRecord()); err != nil {
 					return err
 				}
 			}
@@ -408,29 +410,6 @@ func (p *pages) deadExport(c echo.Context) error {
 			panic(http.ErrAbortHandler) // the file must not look complete
 		}
 	}
-}
-
-// exportColumns are the columns of the CSV export.
-var exportColumns = []string{"id", "queue", "kind", "dead_letter_reason", "moved_to_dead_letter_at", "attempts",
-	"last_error", "note", "resurrection_count", "replayed_job_id", "payload"}
-
-// exportRecord is row d in the CSV export. Free text (last_error, note)
-// starting with = + - @ gets a leading ' so a spreadsheet shows it as text
-// rather than running it as a formula; the JSON lines export is exact.
-func exportRecord(d *app.DeadJob) []string {
-	replayed := ""
-	if d.ReplayedJobID != nil {
-		replayed = strconv.FormatInt(*d.ReplayedJobID, 10)
-	}
-	return []string{strconv.FormatInt(d.ID, 10), d.Queue, d.Kind, d.Reason, app.FormatTime(d.MovedAt), strconv.Itoa(d.Attempts),
-		cellText(d.LastError), cellText(d.Note), strconv.Itoa(d.ResurrectionCount), replayed, compactJSON(d.Payload)}
-}
-
-func cellText(s string) string {
-	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
-		return "'" + s
-	}
-	return s
 }
 
 // dead is GET /dlq/{id}: a dead-letter row with its job's history, the
