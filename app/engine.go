@@ -41,6 +41,11 @@ func Complete(ctx context.Context, w Writer, items []Completion) ([]error, error
 				return err
 			}
 			Completed(tx, j.Queue, j.Kind, j.ID, j.StartedAt)
+			if j.WorkflowID != 0 {
+				if err := stepEnded(tx, j.WorkflowID, j.Step, j.ID, StepDone, it.Result, ""); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	})
@@ -239,6 +244,11 @@ func moveToDead(tx Tx, j *Job, reason, note string) (*DeadJob, error) {
 	}
 	tx.Event(EventDeadLettered, j.ID, j.Queue, j.Kind, eventData(map[string]any{"reason": reason, "attempts": j.Attempts}))
 	tx.Moved(j.Queue, j.Status, StatusDeadLetter, 1)
+	if j.WorkflowID != 0 {
+		if err := stepEnded(tx, j.WorkflowID, j.Step, j.ID, StepDead, nil, d.LastError); err != nil {
+			return nil, err
+		}
+	}
 	return d, nil
 }
 
@@ -265,6 +275,11 @@ func cancelled(tx Tx, j *Job) (*Job, error) {
 	tx.Event(EventCancelled, j.ID, j.Queue, j.Kind, nil)
 	tx.Moved(j.Queue, j.Status, StatusCancelled, 1)
 	tx.Wake(j.Queue)
+	if j.WorkflowID != 0 {
+		if err := stepEnded(tx, j.WorkflowID, j.Step, j.ID, StepCancelled, nil, "cancelled: "+reason); err != nil {
+			return nil, err
+		}
+	}
 	return nj, nil
 }
 
@@ -444,6 +459,11 @@ func ExpireTTL(ctx context.Context, w Writer, limit int) (int, error) {
 			}
 			tx.Event(EventExpired, r.ID, r.Queue, r.Kind, nil)
 			tx.Moved(r.Queue, StatusQueued, StatusCancelled, 1)
+			if r.WorkflowID != 0 {
+				if err := stepEnded(tx, r.WorkflowID, r.Step, r.ID, StepCancelled, nil, "cancelled: "+CancelExpired); err != nil {
+					return err
+				}
+			}
 		}
 		n = len(due)
 		return nil
@@ -557,6 +577,11 @@ func Replay(ctx context.Context, w Writer, req ReplayRequest) ([]*Job, error) {
 		}
 		for i, d := range rows {
 			tx.Event(EventDLQReplayed, d.ID, d.Queue, d.Kind, eventData(map[string]any{"dead_letter_id": d.ID, "job_id": out[i].ID}))
+			if d.WorkflowID != 0 {
+				if err := stepReplayed(tx, d, out[i]); err != nil {
+					return err
+				}
+			}
 		}
 		if once != nil && len(out) > 0 {
 			now := tx.Now().Truncate(time.Millisecond)

@@ -62,6 +62,9 @@ func (f JobFilter) Conds(now time.Time) []Cond {
 	if f.ReplayedFrom > 0 {
 		c = append(c, Cond{"replayed_from", OpEq, f.ReplayedFrom})
 	}
+	if f.Workflow > 0 {
+		c = append(c, Cond{"workflow_id", OpEq, f.Workflow})
+	}
 	if !f.LeaseExpiredBefore.IsZero() {
 		c = append(c, Cond{"lease_expires_at", OpLt, f.LeaseExpiredBefore})
 	}

@@ -36,6 +36,12 @@ type Job struct {
 	Errors          []AttemptError  `json:"errors"`
 	Result          json.RawMessage `json:"result"`
 	ReplayedFrom    *int64          `json:"replayed_from"`
+	// WorkflowID and Step name the workflow step the job runs, if any.
+	WorkflowID int64  `json:"workflow_id,omitempty"`
+	Step       string `json:"step,omitempty"`
+	// Parents are the steps this step depends on, with their results; set
+	// in claim answers only.
+	Parents         []Parent        `json:"parents,omitempty"`
 	CreatedAt       time.Time       `json:"created_at"`
 	UpdatedAt       time.Time       `json:"updated_at"`
 	StartedAt       *time.Time      `json:"started_at"`
@@ -90,6 +96,10 @@ type DeadJob struct {
 	// ReplayedJobID is the last job a replay made from this row; the
 	// idempotency key, if any, went with it.
 	ReplayedJobID *int64 `json:"replayed_job_id"`
+	// WorkflowID and Step name the workflow step the job ran, if any: a
+	// replay runs the step again.
+	WorkflowID int64  `json:"workflow_id,omitempty"`
+	Step       string `json:"step,omitempty"`
 }
 
 // DeadLetterInfo is the dead_letter object of a job shown through GET /api/jobs/{id}.
@@ -113,6 +123,7 @@ func (d *DeadJob) AsJob() *Job {
 		Attempts: d.Attempts, MaxAttempts: d.MaxAttempts, Timeout: d.Timeout,
 		Tags: d.Tags, IdempotencyKey: d.IdempotencyKey, Lease: d.OriginalLease,
 		Errors: d.Errors, ReplayedFrom: d.ReplayedFrom, WorkerID: d.WorkerID, StartedAt: d.StartedAt,
+		WorkflowID: d.WorkflowID, Step: d.Step,
 		CreatedAt: d.OriginalCreatedAt, UpdatedAt: d.MovedAt, FinishedAt: &d.MovedAt,
 		DeadLetter: &DeadLetterInfo{
 			Reason: d.Reason, LastError: d.LastError, MovedAt: d.MovedAt,
@@ -137,6 +148,9 @@ type NewJob struct {
 	Tags           []string
 	IdempotencyKey string
 	ReplayedFrom   *int64
+	// WorkflowID and Step: the job runs this workflow step (0, "": none).
+	WorkflowID int64
+	Step       string
 }
 
 // Submitted is a store's answer for one NewJob: the stored job, and whether
@@ -388,6 +402,7 @@ func (j *Job) Clone() *Job {
 	c.Tags, c.Errors = slices.Clone(j.Tags), slices.Clone(j.Errors)
 	c.ExpiresAt, c.LeaseExpiresAt = clonePtr(j.ExpiresAt), clonePtr(j.LeaseExpiresAt)
 	c.StartedAt, c.FinishedAt, c.ReplayedFrom = clonePtr(j.StartedAt), clonePtr(j.FinishedAt), clonePtr(j.ReplayedFrom)
+	c.Parents = slices.Clone(j.Parents)
 	return &c
 }
 
@@ -425,6 +440,7 @@ func (nj *NewJob) Row(now time.Time) *Job {
 		Queue: nj.Queue, Kind: nj.Kind, Payload: payload, Status: StatusQueued, Priority: nj.Priority,
 		RunAt: ms(runAt), MaxAttempts: nj.MaxAttempts, Timeout: Duration(nj.Timeout.Truncate(time.Millisecond)),
 		Tags: nj.Tags, IdempotencyKey: nj.IdempotencyKey, ReplayedFrom: nj.ReplayedFrom, CreatedAt: now, UpdatedAt: now,
+		WorkflowID: nj.WorkflowID, Step: nj.Step,
 	}
 	if nj.ExpiresAt != nil {
 		at := ms(*nj.ExpiresAt)

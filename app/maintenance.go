@@ -107,7 +107,7 @@ func (m *Maintainer) Run(ctx context.Context, interval time.Duration) {
 
 // SweepResult counts what one Sweep deleted.
 type SweepResult struct {
-	Finished, Dead, Events, Audit, Other int
+	Finished, Dead, Events, Audit, Workflows, Other int
 }
 
 // Sweep deletes what retention allows: done and cancelled jobs past their
@@ -149,6 +149,10 @@ func (m *Maintainer) Sweep(ctx context.Context) (SweepResult, error) {
 	}
 	pass(DeleteOldRequest{What: OldFinished, Except: ownRet, Before: now.Add(-def.Retention.D())}, &res.Finished)
 	pass(DeleteOldRequest{What: OldDead, Except: ownDLQ, Before: now.Add(-def.DLQRetention.D())}, &res.Dead)
+	// A workflow's jobs stay while it runs (its steps' results are read by
+	// its later steps and its page), and go with it: after the default
+	// retention from the moment it finished.
+	pass(DeleteOldRequest{What: OldWorkflows, Before: now.Add(-def.Retention.D())}, &res.Workflows)
 	evRet, auRet := s.Config.EventRetention.D(), s.Config.AuditRetention.D()
 	if evRet <= 0 {
 		evRet = DefaultEventRetention
@@ -161,8 +165,8 @@ func (m *Maintainer) Sweep(ctx context.Context) (SweepResult, error) {
 	pass(DeleteOldRequest{What: OldOnce, Before: now.Add(-evRet)}, &res.Other)
 	pass(DeleteOldRequest{What: OldPeriodic, Before: now.Add(-evRet)}, &res.Other)
 	pass(DeleteOldRequest{What: OldThroughput, Before: now.Add(-2 * time.Hour)}, &res.Other)
-	if res.Finished+res.Dead+res.Events+res.Audit > 0 {
-		s.Log.Info().Int("jobs", res.Finished).Int("dead_letter", res.Dead).Int("events", res.Events).
+	if res.Finished+res.Dead+res.Events+res.Audit+res.Workflows > 0 {
+		s.Log.Info().Int("jobs", res.Finished).Int("dead_letter", res.Dead).Int("events", res.Events).Int("workflows", res.Workflows).
 			Int("audit", res.Audit).Msg("retention pass")
 	}
 	return res, errors.Join(errs...)

@@ -386,6 +386,9 @@ func (s *Service) claim(ctx context.Context, queue string, in ClaimInput, capped
 		jobs, err := s.Store.Claim(ctx, req)
 		if err != nil || len(jobs) > 0 {
 			s.unwake(queue, wake)
+			if err == nil {
+				err = s.withParents(ctx, jobs)
+			}
 			return jobs, err
 		}
 		left := time.Until(deadline)

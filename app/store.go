@@ -25,6 +25,7 @@ type Store interface {
 	MaintenanceStore
 	PeriodicStore
 	AuditStore
+	WorkflowStore
 
 	// Wake returns a channel closed when queue may have new claimable work
 	// (a submission, a retry, a resume). Take it before claiming, so nothing
@@ -137,6 +138,20 @@ type MaintenanceStore interface {
 type PeriodicStore interface {
 	// LastFire returns the latest recorded fire time of entry (zero if none).
 	LastFire(ctx context.Context, entry string) (time.Time, error)
+}
+
+// WorkflowStore reads workflows (their changes go through the Writer:
+// SubmitWorkflow, CancelWorkflow, and the job lifecycle).
+type WorkflowStore interface {
+	// ListWorkflows returns the workflows of f, newest first.
+	ListWorkflows(ctx context.Context, f WorkflowFilter) ([]*Workflow, error)
+	// GetWorkflow reads workflow id and its steps in the order they were
+	// given, each with its job's status, attempts and last start while
+	// the job is in the jobs table (one snapshot). None is ErrNotFound.
+	GetWorkflow(ctx context.Context, id int64) (*Workflow, []*WorkflowStep, error)
+	// Parents reads the steps that step name of workflow wf depends on,
+	// in the order of its depends_on.
+	Parents(ctx context.Context, wf int64, name string) ([]*WorkflowStep, error)
 }
 
 // AuditStore keeps the audit trail of admin actions.
@@ -347,7 +362,9 @@ type JobFilter struct {
 	// LeaseExpiredBefore, if not zero, matches jobs whose lease expired
 	// before it.
 	LeaseExpiredBefore time.Time
-	Asc                bool
+	// Workflow, if positive, matches the jobs of that workflow's steps.
+	Workflow int64
+	Asc      bool
 	Limit              int
 }
 
@@ -425,7 +442,8 @@ type MinuteCount struct {
 
 // What DeleteOld deletes.
 const (
-	OldFinished   = "finished"   // done and cancelled jobs, by finished_at
+	OldFinished   = "finished"   // done and cancelled jobs, by finished_at (not of a workflow)
+	OldWorkflows  = "workflows"  // finished workflows with their steps and jobs, by finished_at
 	OldDead       = "dead"       // dead-letter rows, by moved_to_dead_letter_at
 	OldEvents     = "events"     // lifecycle events
 	OldAudit      = "audit"      // admin actions

@@ -101,6 +101,30 @@ type Tx interface {
 	InsertDead(d *DeadJob) error
 	DeleteJob(id int64) error
 
+	// InsertWorkflow stores wf (its id, as stored, written back), its steps
+	// and the edges between them.
+	InsertWorkflow(wf *Workflow, steps []*WorkflowStep, edges []WorkflowEdge) error
+	// Workflow reads workflow id to change it (PostgreSQL locks the row);
+	// none is ErrNotFound.
+	Workflow(id int64) (*Workflow, error)
+	// SaveWorkflow stores wf's status, counts and times.
+	SaveWorkflow(wf *Workflow) error
+	// Step reads step name of workflow wf to change it (locked); none is
+	// ErrNotFound.
+	Step(wf int64, name string) (*WorkflowStep, error)
+	// SaveStep stores s's status, job id, waiting count, failed flag,
+	// result, error and times.
+	SaveStep(s *WorkflowStep) error
+	// Resolve counts one dependency as met for each waiting step of
+	// workflow wf that depends on parent through an edge that kinds
+	// resolves, and returns those it leaves waiting on nothing.
+	Resolve(wf int64, parent string, kinds EdgeKinds) ([]*WorkflowStep, error)
+	// StepsReleased stores each step's release: status, job id, time.
+	StepsReleased(wf int64, steps []*WorkflowStep) error
+	// CancelWaiting cancels (finished now) every waiting step of workflow
+	// wf and says how many.
+	CancelWaiting(wf int64) (int, error)
+
 	// Event records a lifecycle event (data is its JSON, or nil).
 	Event(typ string, id int64, queue, kind string, data []byte)
 	// Publish publishes an event after the commit without recording it
@@ -127,6 +151,9 @@ type Tx interface {
 type Ref struct {
 	ID          int64
 	Queue, Kind string
+	// WorkflowID and Step name the workflow step of the job, if any.
+	WorkflowID int64
+	Step       string
 }
 
 // Writer runs fn in one write transaction of the store: all of it or none.

@@ -57,6 +57,8 @@ func jobFields(j *app.Job) func(string) any {
 				return time.Time{}
 			}
 			return *j.StartedAt
+		case "workflow_id":
+			return j.WorkflowID
 		case "replayed_from":
 			if j.ReplayedFrom == nil {
 				return int64(0)

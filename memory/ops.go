@@ -115,7 +115,7 @@ func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, e
 		switch req.What {
 		case app.OldFinished:
 			for _, j := range s.selectJobs(app.JobFilter{StatusIn: []app.Status{app.StatusDone, app.StatusCancelled}, Asc: true}, t.now, len(s.jobs)+1) {
-				if n < limit && inScope(j.Queue) && j.FinishedAt != nil && j.FinishedAt.Before(req.Before) {
+				if n < limit && inScope(j.Queue) && j.WorkflowID == 0 && j.FinishedAt != nil && j.FinishedAt.Before(req.Before) {
 					t.deleteJob(j.ID)
 					n++
 				}
@@ -128,6 +128,9 @@ func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, e
 					n++
 				}
 			}
+			return t.Fault(app.FaultDelete, 0)
+		case app.OldWorkflows:
+			n = t.oldWorkflows(req.Before, limit)
 			return t.Fault(app.FaultDelete, 0)
 		case app.OldEvents:
 			n = dropOld(t, &s.events, limit, func(e app.Event) bool { return e.At.Before(req.Before) })

@@ -38,6 +38,7 @@ type Store struct {
 	fires      map[fireKey]int64 // periodic fire -> job id (0: skipped)
 	once       map[string]*app.OnceRecord
 	throughput map[app.CountKey]*app.CountVal
+	flows      flows
 	closed     bool
 }
 
@@ -60,6 +61,7 @@ func New(opts app.StoreOptions) *Store {
 		jobs: map[int64]*app.Job{}, dead: map[int64]*app.DeadJob{},
 		queues: map[string]*queueState{}, fires: map[fireKey]int64{},
 		once: map[string]*app.OnceRecord{}, throughput: map[app.CountKey]*app.CountVal{},
+		flows: newFlows(),
 	}
 }
 
@@ -306,7 +308,7 @@ func (t *tx) ExpireDue(limit int) ([]app.Ref, error) {
 		if _, err := t.Cancel(j, app.CancelExpired); err != nil {
 			return nil, err
 		}
-		refs = append(refs, app.Ref{ID: j.ID, Queue: j.Queue, Kind: j.Kind})
+		refs = append(refs, app.Ref{ID: j.ID, Queue: j.Queue, Kind: j.Kind, WorkflowID: j.WorkflowID, Step: j.Step})
 	}
 	return refs, nil
 }

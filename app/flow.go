@@ -1,0 +1,329 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// The lifecycle of a workflow, written once over a Tx. Every change a job
+// of a step goes through (its completion, its move to the dead-letter
+// queue, its cancel, its replay) calls stepEnded or stepReplayed in the
+// same transaction, so a step is released in the transaction that resolves
+// its last dependency, and a crash can lose no release.
+//
+// Locks on PostgreSQL are taken job first, then workflow, then steps; a
+// workflow's cancel takes the workflow first, and a deadlock between the
+// two is retried by the store.
+
+// SubmitWorkflow stores plan's workflow, steps and edges and releases the
+// steps without dependencies, in one transaction. It returns the workflow
+// and its steps as stored (released ones with their job ids).
+func SubmitWorkflow(ctx context.Context, w Writer, plan *WorkflowPlan) (*Workflow, []*WorkflowStep, error) {
+	var wf *Workflow
+	var steps []*WorkflowStep
+	err := w.Write(ctx, func(tx Tx) error {
+		c := *plan.Workflow
+		wf = &c
+		wf.CreatedAt, wf.UpdatedAt = tx.Now(), tx.Now()
+		steps = make([]*WorkflowStep, len(plan.Steps))
+		var roots []*WorkflowStep
+		for i, s := range plan.Steps {
+			cs := *s
+			steps[i] = &cs
+			if cs.Waiting == 0 {
+				roots = append(roots, &cs)
+			}
+		}
+		if err := tx.InsertWorkflow(wf, steps, plan.Edges); err != nil {
+			return err
+		}
+		if err := release(tx, wf, roots); err != nil {
+			return err
+		}
+		tx.Publish(EventWorkflowSubmitted, 0, "", "", workflowData(wf))
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("submit workflow: %w", err)
+	}
+	return wf, steps, nil
+}
+
+// release inserts the jobs of steps (each waiting on nothing) and marks
+// them released.
+func release(tx Tx, wf *Workflow, steps []*WorkflowStep) error {
+	if len(steps) == 0 {
+		return nil
+	}
+	now := tx.Now()
+	njs := make([]*NewJob, len(steps))
+	for i, s := range steps {
+		nj := s.Job.NewJob(wf.ID, s.Name, now)
+		njs[i] = &nj
+	}
+	jobs, err := tx.Insert(njs...)
+	if err != nil {
+		return fmt.Errorf("release steps of workflow %d: %w", wf.ID, err)
+	}
+	t := now.Truncate(time.Millisecond)
+	for i, s := range steps {
+		s.Status, s.JobID, s.ReleasedAt, s.Waiting = StepReleased, jobs[i].ID, &t, 0
+	}
+	return tx.StepsReleased(wf.ID, steps)
+}
+
+// stepEnded records in its workflow that the job jobID of step name ended
+// as to (done with result, or failed with errText), and releases the
+// dependants this resolves. A job that is not the step's current one (an
+// earlier job of a replayed step) changes nothing.
+func stepEnded(tx Tx, wfID int64, name string, jobID int64, to StepStatus, result json.RawMessage, errText string) error {
+	wf, err := tx.Workflow(wfID)
+	if errors.Is(err, ErrNotFound) {
+		return nil // aged out with its jobs; nothing waits on it
+	}
+	if err != nil {
+		return err
+	}
+	s, err := tx.Step(wfID, name)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil || s.JobID != jobID {
+		return err
+	}
+	now := tx.Now().Truncate(time.Millisecond)
+	from := s.Status
+	s.Status, s.FinishedAt = to, &now
+	var kinds EdgeKinds
+	switch {
+	case to == StepDone:
+		s.Result, s.Error = result, ""
+		if len(s.Result) == 0 {
+			s.Result = json.RawMessage("null")
+		}
+		wf.DoneCount++
+		kinds = EdgesAll
+		if s.Failed { // its "continue" dependants were resolved by the failure
+			kinds = EdgesBlocking
+		}
+	case from == StepDead || from == StepCancelled:
+		// A cancelled job moved to the dead-letter queue: one failure.
+		return tx.SaveStep(s)
+	default:
+		s.Error = TruncateString(errText, 1024)
+		if wf.Status != WorkflowCancelled {
+			wf.FailedCount++
+		}
+		kinds = EdgesContinue
+		if s.Failed {
+			kinds = -1 // resolved by its first failure
+		}
+		s.Failed = true
+	}
+	if err := tx.SaveStep(s); err != nil {
+		return err
+	}
+	if wf.Status != WorkflowCancelled && kinds >= 0 {
+		ready, err := tx.Resolve(wfID, name, kinds)
+		if err != nil {
+			return err
+		}
+		if err := release(tx, wf, ready); err != nil {
+			return err
+		}
+	}
+	return settle(tx, wf)
+}
+
+// stepReplayed records that dead-letter row d (the current job of its
+// step) was replayed as job: the step is released again, and a workflow
+// blocked by it alone runs on.
+func stepReplayed(tx Tx, d *DeadJob, job *Job) error {
+	wf, err := tx.Workflow(d.WorkflowID)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	s, err := tx.Step(d.WorkflowID, d.Step)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil || s.JobID != d.ID {
+		return err
+	}
+	if (s.Status == StepDead || s.Status == StepCancelled) && wf.Status != WorkflowCancelled {
+		wf.FailedCount--
+	}
+	now := tx.Now().Truncate(time.Millisecond)
+	s.Status, s.JobID, s.Error, s.FinishedAt, s.ReleasedAt = StepReleased, job.ID, "", nil, &now
+	if err := tx.SaveStep(s); err != nil {
+		return err
+	}
+	return settle(tx, wf)
+}
+
+// settle derives wf's status from its counts, stores it, and announces a
+// change.
+func settle(tx Tx, wf *Workflow) error {
+	was := wf.Status
+	switch {
+	case wf.Status == WorkflowCancelled:
+	case wf.DoneCount >= wf.StepCount:
+		wf.Status = WorkflowDone
+	case wf.FailedCount > 0:
+		wf.Status = WorkflowBlocked
+	default:
+		wf.Status = WorkflowRunning
+	}
+	now := tx.Now().Truncate(time.Millisecond)
+	wf.UpdatedAt = now
+	if wf.Status.Finished() && wf.FinishedAt == nil {
+		wf.FinishedAt = &now
+	}
+	if err := tx.SaveWorkflow(wf); err != nil {
+		return err
+	}
+	if wf.Status != was {
+		tx.Publish("workflow."+string(wf.Status), 0, "", "", workflowData(wf))
+	}
+	return nil
+}
+
+func workflowData(wf *Workflow) []byte {
+	return eventData(map[string]any{"workflow_id": wf.ID, "name": wf.Name, "status": wf.Status,
+		"step_count": wf.StepCount, "done_count": wf.DoneCount, "failed_count": wf.FailedCount})
+}
+
+// CancelWorkflow cancels workflow id: its waiting steps are cancelled, its
+// queued jobs cancelled, its processing jobs asked to stop (their workers
+// see it on the next heartbeat), and nothing is released afterwards, all
+// in one transaction, audited. A finished workflow is ErrIllegalTransition.
+func CancelWorkflow(ctx context.Context, w Writer, id int64, audit *AuditEntry) (*Workflow, error) {
+	var wf *Workflow
+	err := w.Write(ctx, func(tx Tx) error {
+		var err error
+		if wf, err = tx.Workflow(id); err != nil {
+			return err
+		}
+		if wf.Status.Finished() {
+			return fmt.Errorf("workflow %d is %s: %w", id, wf.Status, ErrIllegalTransition)
+		}
+		wf.Status = WorkflowCancelled
+		if err := settle(tx, wf); err != nil {
+			return err
+		}
+		if _, err := tx.CancelWaiting(id); err != nil {
+			return err
+		}
+		// In pages, in id order: each page's jobs leave queued or get a
+		// cancel request, so the next page goes on past them.
+		for after := int64(0); ; {
+			jobs, err := tx.Jobs(JobFilter{Workflow: id, StatusIn: []Status{StatusQueued, StatusProcessing}, AfterID: after, Asc: true})
+			if err != nil {
+				return err
+			}
+			for _, j := range jobs {
+				after = j.ID
+				switch {
+				case j.Status == StatusQueued:
+					j.CancelReason = CancelRequested
+					_, err = finishCancel(tx, j)
+				case !j.CancelRequested:
+					if _, err = tx.RequestCancel(j, CancelRequested); err == nil {
+						tx.Event(EventCancelRequest, j.ID, j.Queue, j.Kind, nil)
+					}
+				}
+				if err != nil {
+					return err
+				}
+			}
+			if len(jobs) < BulkBatch {
+				break
+			}
+		}
+		if wf, err = tx.Workflow(id); err != nil { // as the cancels left it
+			return err
+		}
+		return recordAudit(tx, audit, 1)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cancel workflow %d: %w", id, err)
+	}
+	return wf, nil
+}
+
+// CriticalPath is the chain of steps that decided when the workflow
+// finished (or where it is now): from the step that finished last (or is
+// still unfinished, latest released), back through the parent whose end
+// released it, to a step without dependencies. It is given first to last.
+func CriticalPath(steps []*WorkflowStep, now time.Time) []string {
+	if len(steps) == 0 {
+		return nil
+	}
+	byName := make(map[string]*WorkflowStep, len(steps))
+	for _, s := range steps {
+		byName[s.Name] = s
+	}
+	end := func(s *WorkflowStep) time.Time {
+		switch {
+		case s.FinishedAt != nil:
+			return *s.FinishedAt
+		case s.ReleasedAt != nil || s.Status == StepWaiting:
+			return now
+		}
+		return time.Time{}
+	}
+	// The last step to end, preferring one unfinished and deepest: a step
+	// still waiting ends "now" like the ones before it, so ties go to the
+	// one with the most dependencies behind it.
+	depth := map[string]int{}
+	var deep func(s *WorkflowStep) int
+	deep = func(s *WorkflowStep) int {
+		if d, ok := depth[s.Name]; ok {
+			return d
+		}
+		depth[s.Name] = 0
+		d := 0
+		for _, p := range s.DependsOn {
+			if ps := byName[p.Step]; ps != nil {
+				d = max(d, deep(ps)+1)
+			}
+		}
+		depth[s.Name] = d
+		return d
+	}
+	last := steps[0]
+	for _, s := range steps[1:] {
+		if c := end(s).Compare(end(last)); c > 0 || c == 0 && deep(s) > deep(last) {
+			last = s
+		}
+	}
+	path := []string{last.Name}
+	seen := map[string]bool{last.Name: true}
+	for cur := last; len(cur.DependsOn) > 0; {
+		var next *WorkflowStep
+		for _, d := range cur.DependsOn {
+			p := byName[d.Step]
+			if p == nil || seen[p.Name] {
+				continue
+			}
+			if next == nil || end(p).After(end(next)) || end(p).Equal(end(next)) && deep(p) > deep(next) {
+				next = p
+			}
+		}
+		if next == nil {
+			break
+		}
+		seen[next.Name] = true
+		path = append(path, next.Name)
+		cur = next
+	}
+	slices.Reverse(path)
+	return path
+}

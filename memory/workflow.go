@@ -1,0 +1,251 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/queuehq/queue/app"
+)
+
+// flows holds the workflows: rows, steps in the order given, and the edges
+// from each parent.
+type flows struct {
+	next     int64
+	rows     map[int64]*app.Workflow
+	steps    map[stepKey]*app.WorkflowStep
+	order    map[int64][]string
+	children map[stepKey][]app.WorkflowEdge
+}
+
+type stepKey struct {
+	wf   int64
+	name string
+}
+
+func newFlows() flows {
+	return flows{rows: map[int64]*app.Workflow{}, steps: map[stepKey]*app.WorkflowStep{},
+		order: map[int64][]string{}, children: map[stepKey][]app.WorkflowEdge{}}
+}
+
+func cloneWorkflow(w *app.Workflow) *app.Workflow {
+	c := *w
+	c.Tags = slices.Clone(w.Tags)
+	c.FinishedAt = clonePtr(w.FinishedAt)
+	return &c
+}
+
+func cloneStep(s *app.WorkflowStep) *app.WorkflowStep {
+	c := *s
+	c.DependsOn = slices.Clone(s.DependsOn)
+	c.Result = slices.Clone(s.Result)
+	c.ReleasedAt, c.FinishedAt = clonePtr(s.ReleasedAt), clonePtr(s.FinishedAt)
+	return &c
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// InsertWorkflow implements app.Tx.
+func (t *tx) InsertWorkflow(wf *app.Workflow, steps []*app.WorkflowStep, edges []app.WorkflowEdge) error {
+	f := &t.s.flows
+	next := f.next
+	f.next++
+	t.undo = append(t.undo, func() { f.next = next })
+	wf.ID = f.next
+	put(t, f.rows, wf.ID, cloneWorkflow(wf))
+	names := make([]string, len(steps))
+	for i, s := range steps {
+		s.WorkflowID = wf.ID
+		names[i] = s.Name
+		put(t, f.steps, stepKey{wf.ID, s.Name}, cloneStep(s))
+	}
+	put(t, f.order, wf.ID, names)
+	for _, e := range edges {
+		k := stepKey{wf.ID, e.Parent}
+		put(t, f.children, k, append(slices.Clone(f.children[k]), e))
+	}
+	return nil
+}
+
+// Workflow implements app.Tx.
+func (t *tx) Workflow(id int64) (*app.Workflow, error) {
+	w, ok := t.s.flows.rows[id]
+	if !ok {
+		return nil, fmt.Errorf("workflow %d: %w", id, app.ErrNotFound)
+	}
+	return cloneWorkflow(w), nil
+}
+
+// SaveWorkflow implements app.Tx.
+func (t *tx) SaveWorkflow(wf *app.Workflow) error {
+	if _, ok := t.s.flows.rows[wf.ID]; !ok {
+		return fmt.Errorf("workflow %d: %w", wf.ID, app.ErrNotFound)
+	}
+	put(t, t.s.flows.rows, wf.ID, cloneWorkflow(wf))
+	return nil
+}
+
+// Step implements app.Tx.
+func (t *tx) Step(wf int64, name string) (*app.WorkflowStep, error) {
+	s, ok := t.s.flows.steps[stepKey{wf, name}]
+	if !ok {
+		return nil, fmt.Errorf("step %q of workflow %d: %w", name, wf, app.ErrNotFound)
+	}
+	return cloneStep(s), nil
+}
+
+// SaveStep implements app.Tx.
+func (t *tx) SaveStep(s *app.WorkflowStep) error {
+	k := stepKey{s.WorkflowID, s.Name}
+	if _, ok := t.s.flows.steps[k]; !ok {
+		return fmt.Errorf("step %q of workflow %d: %w", s.Name, s.WorkflowID, app.ErrNotFound)
+	}
+	put(t, t.s.flows.steps, k, cloneStep(s))
+	return nil
+}
+
+// Resolve implements app.Tx.
+func (t *tx) Resolve(wf int64, parent string, kinds app.EdgeKinds) ([]*app.WorkflowStep, error) {
+	var ready []*app.WorkflowStep
+	for _, e := range t.s.flows.children[stepKey{wf, parent}] {
+		k := stepKey{wf, e.Child}
+		s := t.s.flows.steps[k]
+		if s == nil || s.Status != app.StepWaiting || !kinds.Resolves(e.Continue) {
+			continue
+		}
+		c := cloneStep(s)
+		c.Waiting--
+		put(t, t.s.flows.steps, k, c)
+		if c.Waiting == 0 {
+			ready = append(ready, cloneStep(c))
+		}
+	}
+	return ready, nil
+}
+
+// StepsReleased implements app.Tx.
+func (t *tx) StepsReleased(wf int64, steps []*app.WorkflowStep) error {
+	for _, s := range steps {
+		k := stepKey{wf, s.Name}
+		c := t.s.flows.steps[k]
+		if c == nil {
+			return fmt.Errorf("step %q of workflow %d: %w", s.Name, wf, app.ErrNotFound)
+		}
+		c = cloneStep(c)
+		c.Status, c.JobID, c.ReleasedAt, c.Waiting = app.StepReleased, s.JobID, clonePtr(s.ReleasedAt), 0
+		put(t, t.s.flows.steps, k, c)
+	}
+	return nil
+}
+
+// CancelWaiting implements app.Tx.
+func (t *tx) CancelWaiting(wf int64) (int, error) {
+	n := 0
+	for _, name := range t.s.flows.order[wf] {
+		k := stepKey{wf, name}
+		if s := t.s.flows.steps[k]; s.Status == app.StepWaiting {
+			c := cloneStep(s)
+			now := t.now
+			c.Status, c.FinishedAt = app.StepCancelled, &now
+			put(t, t.s.flows.steps, k, c)
+			n++
+		}
+	}
+	return n, nil
+}
+
+// deleteWorkflow deletes workflow id, its steps, edges and jobs.
+func (t *tx) deleteWorkflow(id int64) {
+	f := &t.s.flows
+	for _, name := range f.order[id] {
+		del(t, f.steps, stepKey{id, name})
+		del(t, f.children, stepKey{id, name})
+	}
+	del(t, f.order, id)
+	del(t, f.rows, id)
+	for jid, j := range t.s.jobs {
+		if j.WorkflowID == id {
+			t.deleteJob(jid)
+		}
+	}
+}
+
+// ListWorkflows implements app.Store.
+func (s *Store) ListWorkflows(ctx context.Context, f app.WorkflowFilter) ([]*app.Workflow, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*app.Workflow
+	for _, w := range s.flows.rows {
+		if (f.Status == "" || w.Status == f.Status) && (f.Name == "" || strings.Contains(w.Name, f.Name)) &&
+			(f.AfterID <= 0 || w.ID < f.AfterID) {
+			out = append(out, cloneWorkflow(w))
+		}
+	}
+	slices.SortFunc(out, func(a, b *app.Workflow) int { return int(b.ID - a.ID) })
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[:f.Limit]
+	}
+	return out, nil
+}
+
+// GetWorkflow implements app.Store.
+func (s *Store) GetWorkflow(ctx context.Context, id int64) (*app.Workflow, []*app.WorkflowStep, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.flows.rows[id]
+	if !ok {
+		return nil, nil, app.ErrNotFound
+	}
+	steps := make([]*app.WorkflowStep, 0, len(s.flows.order[id]))
+	for _, name := range s.flows.order[id] {
+		c := cloneStep(s.flows.steps[stepKey{id, name}])
+		if j, ok := s.jobs[c.JobID]; ok && c.JobID != 0 {
+			c.JobStatus, c.Attempts, c.StartedAt = j.Status, j.Attempts, clonePtr(j.StartedAt)
+		} else if d, ok := s.dead[c.JobID]; ok && c.JobID != 0 {
+			c.Attempts, c.StartedAt = d.Attempts, clonePtr(d.StartedAt)
+		}
+		steps = append(steps, c)
+	}
+	return cloneWorkflow(w), steps, nil
+}
+
+// Parents implements app.Store.
+func (s *Store) Parents(ctx context.Context, wf int64, name string) ([]*app.WorkflowStep, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.flows.steps[stepKey{wf, name}]
+	if !ok {
+		return nil, nil
+	}
+	out := make([]*app.WorkflowStep, 0, len(st.DependsOn))
+	for _, d := range st.DependsOn {
+		if p, ok := s.flows.steps[stepKey{wf, d.Step}]; ok {
+			out = append(out, cloneStep(p))
+		}
+	}
+	return out, nil
+}
+
+// oldWorkflows deletes up to limit workflows finished before before.
+func (t *tx) oldWorkflows(before time.Time, limit int) int {
+	var ids []int64
+	for id, w := range t.s.flows.rows {
+		if w.Status.Finished() && w.FinishedAt != nil && w.FinishedAt.Before(before) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	ids = ids[:min(len(ids), limit)]
+	for _, id := range ids {
+		t.deleteWorkflow(id)
+	}
+	return len(ids)
+}
