@@ -41,11 +41,11 @@ type Job struct {
 	Step       string `json:"step,omitempty"`
 	// Parents are the steps this step depends on, with their results; set
 	// in claim answers only.
-	Parents         []Parent        `json:"parents,omitempty"`
-	CreatedAt       time.Time       `json:"created_at"`
-	UpdatedAt       time.Time       `json:"updated_at"`
-	StartedAt       *time.Time      `json:"started_at"`
-	FinishedAt      *time.Time      `json:"finished_at"`
+	Parents    []Parent   `json:"parents,omitempty"`
+	CreatedAt  time.Time  `json:"created_at"`
+	UpdatedAt  time.Time  `json:"updated_at"`
+	StartedAt  *time.Time `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at"`
 	// DeadLetter is set only when Status is StatusDeadLetter.
 	DeadLetter *DeadLetterInfo `json:"dead_letter,omitempty"`
 	// Events is filled only when asked for (GET /api/jobs/{id}?events=true).

@@ -365,7 +365,7 @@ type JobFilter struct {
 	// Workflow, if positive, matches the jobs of that workflow's steps.
 	Workflow int64
 	Asc      bool
-	Limit              int
+	Limit    int
 }
 
 // Empty reports whether f selects by nothing but ids/paging.
