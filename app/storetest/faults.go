@@ -271,6 +271,7 @@ func (e *env) snapshot() string {
 		Throughput []app.MinuteCount
 		Queues     []app.QueueState
 		Audit      []app.AuditEntry
+		Workflows  []*app.WorkflowView
 	}
 	var err error
 	must := func(what string, err error) {
@@ -302,6 +303,7 @@ func (e *env) snapshot() string {
 	must("queues", err)
 	s.Audit, err = e.s.ListAudit(e.ctx, app.AuditFilter{Limit: 1000})
 	must("audit", err)
+	s.Workflows = e.workflowSnapshot()
 	b, err := json.Marshal(s)
 	must("encode", err)
 	return string(b)

@@ -148,6 +148,16 @@ func Run(t *testing.T, open Opener) {
 		"StatsFlagUnclaimedKinds":                  testStatsFlagUnclaimedKinds,
 		"DLQAlertHook":                             testDLQAlertHook,
 		"DeadLetterRowIsNeverOverwritten":          testDeadLetterRowIsNeverOverwritten,
+		"WorkflowDiamondRunsInOrder":               testWorkflowDiamondRunsInOrder,
+		"WorkflowFanOutFanIn":                      testWorkflowFanOutFanIn,
+		"WorkflowDeadStepBlocksAndReplayResumes":   testWorkflowDeadStepBlocksAndReplayResumes,
+		"WorkflowContinueOnFailure":                testWorkflowContinueOnFailure,
+		"WorkflowCancel":                           testWorkflowCancel,
+		"WorkflowQueuedCancelOnItsOwnBlocks":       testWorkflowQueuedCancelOnItsOwnBlocks,
+		"WorkflowStepDelayCountsFromRelease":       testWorkflowStepDelayCountsFromRelease,
+		"WorkflowListAndRetention":                 testWorkflowListAndRetention,
+		"WorkflowExpiredStepBlocks":                testWorkflowExpiredStepBlocks,
+		"WorkflowStaleLeaseRetriesTheStep":         testWorkflowStaleLeaseRetriesTheStep,
 	}
 	names := make([]string, 0, len(cases))
 	for n := range cases {
