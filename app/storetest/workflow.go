@@ -258,28 +258,44 @@ func testWorkflowDeadStepBlocksAndReplayResumes(e *env) {
 }
 
 func testWorkflowContinueOnFailure(e *env) {
-	in := app.WorkflowInput{Name: "cleanup", Steps: []app.StepInput{step("A"), step("B", "A"), step("report")}}
-	in.Steps[2].DependsOn = []app.Dependency{{Step: "B", OnFailure: app.OnFailureContinue}}
+	// report runs after B whatever B's outcome, and after X.
+	in := app.WorkflowInput{Name: "cleanup", Steps: []app.StepInput{step("A"), step("X"), step("B", "A"), step("report", "X")}}
+	in.Steps[3].DependsOn = append(in.Steps[3].DependsOn, app.Dependency{Step: "B", OnFailure: app.OnFailureContinue})
 	v := e.submitWorkflow(in)
-	e.complete(e.wantClaimable("A")["A"], `1`)
+	ax := e.wantClaimable("A", "X")
+	e.complete(ax["A"], `1`)
 	b := e.wantClaimable("B")["B"]
 	e.fail(b, false)
+	e.wantWorkflow(v.ID, app.WorkflowBlocked, map[string]string{"B": "dead_letter", "report": "waiting"})
+	// B is replayed and succeeds while X still runs: B's "continue"
+	// dependency was resolved by its failure and is not counted again.
+	if _, err := app.Replay(e.ctx, e.s, app.ReplayRequest{Filter: app.DeadFilter{IDs: []int64{b.ID}}}); err != nil {
+		e.t.Fatal(err)
+	}
+	e.complete(e.wantClaimable("B")["B"], `"b2"`)
+	if got := e.claimSteps(10); len(got) != 0 {
+		e.t.Fatalf("claimed %v while X runs", names(got))
+	}
+	e.complete(ax["X"], `1`)
 	r := e.wantClaimable("report")["report"]
+	if len(r.Parents) != 2 {
+		e.t.Fatalf("report's parents: %+v", r.Parents)
+	}
+	e.complete(r, `1`)
+	e.wantWorkflow(v.ID, app.WorkflowDone, nil)
+
+	// Without a replay: the failure releases the dependant, whose parents
+	// show it, and the workflow stays blocked by the dead step.
+	in = app.WorkflowInput{Name: "cleanup2", Steps: []app.StepInput{step("A"), step("report")}}
+	in.Steps[1].DependsOn = []app.Dependency{{Step: "A", OnFailure: app.OnFailureContinue}}
+	v = e.submitWorkflow(in)
+	e.fail(e.wantClaimable("A")["A"], false)
+	r = e.wantClaimable("report")["report"]
 	if len(r.Parents) != 1 || r.Parents[0].Status != app.StepDead || r.Parents[0].Error == "" {
 		e.t.Fatalf("report's parents: %+v", r.Parents)
 	}
 	e.complete(r, `1`)
-	e.wantWorkflow(v.ID, app.WorkflowBlocked, map[string]string{"B": "dead_letter", "report": "done"})
-	// A replay of B that succeeds ends the workflow, and does not run
-	// report again: its dependency was resolved by B's failure.
-	if _, err := app.Replay(e.ctx, e.s, app.ReplayRequest{Filter: app.DeadFilter{IDs: []int64{b.ID}}}); err != nil {
-		e.t.Fatal(err)
-	}
-	e.complete(e.wantClaimable("B")["B"], `1`)
-	if got := e.claimSteps(10); len(got) != 0 {
-		e.t.Fatalf("claimed %v after B's replay", names(got))
-	}
-	e.wantWorkflow(v.ID, app.WorkflowDone, nil)
+	e.wantWorkflow(v.ID, app.WorkflowBlocked, map[string]string{"A": "dead_letter", "report": "done"})
 }
 
 func testWorkflowCancel(e *env) {
