@@ -23,34 +23,43 @@ import (
 // stores complete a batch in fewer statements (see their Complete); this is
 // the same done step by step.
 func Complete(ctx context.Context, w Writer, items []Completion) ([]error, error) {
-	errs := make([]error, len(items))
-	err := w.Write(ctx, func(tx Tx) error {
-		for i, it := range items {
-			j, err := tx.Processing(it.ID, it.Lease)
-			if errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrNotFound) {
-				errs[i] = err
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if _, err := tx.Finish(j, it.Result); err != nil {
-				return err
-			}
-			if err := tx.Fault(FaultComplete, j.ID); err != nil {
-				return err
-			}
-			Completed(tx, j.Queue, j.Kind, j.ID, j.StartedAt)
-			if j.WorkflowID != 0 {
-				if err := stepEnded(tx, j.WorkflowID, j.Step, j.ID, StepDone, it.Result, ""); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+	var errs []error
+	err := w.Write(ctx, func(tx Tx) (err error) {
+		errs, err = CompleteTx(tx, items)
+		return err
 	})
 	if err != nil {
 		return nil, WithOperation("complete", err)
+	}
+	return errs, nil
+}
+
+// CompleteTx is Complete inside tx; the batched completions of the SQL
+// stores leave it the jobs their statements do not take (workflow steps,
+// whose completion releases their dependants).
+func CompleteTx(tx Tx, items []Completion) ([]error, error) {
+	errs := make([]error, len(items))
+	for i, it := range items {
+		j, err := tx.Processing(it.ID, it.Lease)
+		if errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrNotFound) {
+			errs[i] = err
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if _, err := tx.Finish(j, it.Result); err != nil {
+			return nil, err
+		}
+		if err := tx.Fault(FaultComplete, j.ID); err != nil {
+			return nil, err
+		}
+		Completed(tx, j.Queue, j.Kind, j.ID, j.StartedAt)
+		if j.WorkflowID != 0 {
+			if err := stepEnded(tx, j.WorkflowID, j.Step, j.ID, StepDone, it.Result, ""); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return errs, nil
 }

@@ -48,7 +48,7 @@ func (w *wtx) insertJob(nj *app.NewJob) (*app.Job, error) {
 	row := pendingJob{job: job, at: now, args: [insertCols]any{
 		nj.Queue, nj.Kind, string(job.Payload), nj.Priority, ms(job.RunAt), nj.MaxAttempts, nj.Timeout.Milliseconds(),
 		nullMS(job.ExpiresAt), app.EncodeList(nj.Tags), nullString(nj.IdempotencyKey), nj.ReplayedFrom,
-		ms(now), ms(now),
+		ms(now), ms(now), nullID(nj.WorkflowID), nullString(nj.Step),
 	}}
 	w.Moved(nj.Queue, "", app.StatusQueued, 1)
 	w.Wake(nj.Queue)
@@ -80,17 +80,17 @@ type pendingJob struct {
 }
 
 // insertCols is the number of columns insertSQL binds per row.
-const insertCols = 13
+const insertCols = 15
 
 // insertChunk is the most rows one INSERT statement takes.
 const insertChunk = 64
 
 // insertSQL[n] inserts n job rows.
 var insertSQL = func() (qs [insertChunk + 1]string) {
-	row := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	row := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	for n := 1; n <= insertChunk; n++ {
 		qs[n] = `INSERT INTO jobs (queue, kind, payload, priority, run_at, max_attempts, timeout_ms,
-			expires_at, tags, idempotency_key, replayed_from, created_at, updated_at)
+			expires_at, tags, idempotency_key, replayed_from, created_at, updated_at, workflow_id, step)
 		VALUES ` + row + strings.Repeat(", "+row, n-1)
 	}
 	return qs
@@ -252,7 +252,9 @@ func (w *wtx) Take(req app.ClaimRequest, n int) ([]*app.Job, error) {
 	rows, err := w.query(claimSQL(leaseExp, len(req.Kinds)), args...)
 	out, err := collect(rows, err, func(sc scanner) (*app.Job, error) { return scanClaimed(sc, ms(w.now), req.WorkerID, leaseMS) })
 	for _, j := range out {
-		w.claimed = append(w.claimed, claimedJob{id: j.ID, lease: j.Lease, queue: j.Queue, kind: j.Kind, started: *j.StartedAt})
+		if j.WorkflowID == 0 { // a step's completion takes the step-by-step path (see Complete)
+			w.claimed = append(w.claimed, claimedJob{id: j.ID, lease: j.Lease, queue: j.Queue, kind: j.Kind, started: *j.StartedAt})
+		}
 	}
 	return out, err
 }
@@ -351,6 +353,25 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 				return err
 			}
 			w.finished = append(w.finished, id)
+		}
+		// The statements leave workflow steps alone: their completion
+		// releases their dependants, by app's rules, in this transaction.
+		var rest []app.Completion
+		for _, it := range first {
+			if _, ok := done[it.ID]; !ok {
+				rest = append(rest, it)
+			}
+		}
+		if len(rest) > 0 {
+			restErrs, err := app.CompleteTx(w, rest)
+			if err != nil {
+				return err
+			}
+			for i, it := range rest {
+				if restErrs[i] == nil {
+					done[it.ID] = it.Lease
+				}
+			}
 		}
 		var err error
 		errs, err = app.SettleCompletions(items, done, w.fenceErr)
@@ -482,7 +503,8 @@ var completeSQL = func() (qs map[bool]map[int]string) {
 		q := `UPDATE jobs SET status = 'done', result = v.column3, finished_at = ?1, updated_at = ?1,
 		lease_expires_at = NULL
 	FROM (VALUES (?,?,?)` + strings.Repeat(",(?,?,?)", n-1) + `) AS v
-	WHERE jobs.id = v.column1 AND jobs.lease = v.column2 AND jobs.status = 'processing'`
+	WHERE jobs.id = v.column1 AND jobs.lease = v.column2 AND jobs.status = 'processing'
+		AND jobs.workflow_id IS NULL`
 		qs[false][n] = q
 		qs[true][n] = q + `
 	RETURNING jobs.id, jobs.lease, jobs.queue, jobs.kind, jobs.started_at`

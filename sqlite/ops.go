@@ -167,6 +167,17 @@ func (s *Store) Throughput(ctx context.Context, since time.Time) ([]app.MinuteCo
 // DeleteOld implements app.Store: one bounded DELETE of the rows of
 // oldRows[req.What] older than req.Before.
 func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, error) {
+	if req.What == app.OldWorkflows {
+		n := 0
+		err := s.write(ctx, func(w *wtx) (err error) {
+			n, err = w.deleteOldWorkflows(ms(req.Before), min(max(req.Limit, 1), app.BulkBatch))
+			return err
+		})
+		if err != nil {
+			return 0, fmt.Errorf("delete old workflows: %w", mapErr(err))
+		}
+		return n, nil
+	}
 	o, ok := oldRows[req.What]
 	if !ok {
 		return 0, fmt.Errorf("delete old: unknown kind %q", req.What)
@@ -216,7 +227,7 @@ func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, e
 // the condition of an old row (? is the cutoff: milliseconds, seconds for
 // throughput), and for jobs and dead-letter rows the status they leave.
 var oldRows = map[string]struct{ table, key, cond, status string }{
-	app.OldFinished:   {"jobs", "id", "status IN ('done', 'cancelled') AND finished_at < ?", "status"},
+	app.OldFinished:   {"jobs", "id", "status IN ('done', 'cancelled') AND finished_at < ? AND workflow_id IS NULL", "status"},
 	app.OldDead:       {"dead_letter_jobs", "id", "moved_to_dead_letter_at < ?", "'dead_letter'"},
 	app.OldEvents:     {"events", "id", "at < ?", ""},
 	app.OldAudit:      {"audit", "id", "at < ?", ""},

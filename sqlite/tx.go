@@ -107,11 +107,11 @@ func (w *wtx) RequestCancel(j *app.Job, reason string) (*app.Job, error) {
 // InsertDead implements app.Tx.
 func (w *wtx) InsertDead(d *app.DeadJob) error {
 	if _, err := w.exec(`INSERT INTO dead_letter_jobs (`+deadCols+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, ?, ?, ?, ?, NULL)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, ?, ?, ?, ?, NULL, ?, ?)`,
 		d.ID, d.Queue, d.Kind, rawOrNull(d.Payload), d.Priority, app.EncodeList(d.Tags), d.Attempts,
 		d.MaxAttempts, d.Timeout.D().Milliseconds(), app.EncodeList(d.Errors), nullString(d.IdempotencyKey),
 		ms(d.OriginalCreatedAt), d.ReplayedFrom, d.Reason, d.LastError, ms(d.MovedAt), d.OriginalLease,
-		nullMS(d.StartedAt), nullMS(d.RunAt), nullString(d.WorkerID), d.Note); err != nil {
+		nullMS(d.StartedAt), nullMS(d.RunAt), nullString(d.WorkerID), d.Note, nullID(d.WorkflowID), nullString(d.Step)); err != nil {
 		return err
 	}
 	d.MovedAt = fromMS(ms(d.MovedAt)) // as stored, so the caller sees exactly the row
@@ -141,7 +141,7 @@ func (w *wtx) Audit(e app.AuditEntry) error {
 func (w *wtx) ExpireDue(limit int) ([]app.Ref, error) {
 	rows, err := w.query(`UPDATE jobs SET status = 'cancelled', cancel_reason = 'expired', finished_at = ?, updated_at = ?
 		WHERE id IN (SELECT id FROM jobs WHERE status = 'queued' AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at LIMIT ?)
-		RETURNING id, queue, kind`, ms(w.now), ms(w.now), ms(w.now), limit)
+		RETURNING `+refCols, ms(w.now), ms(w.now), ms(w.now), limit)
 	return collect(rows, err, scanRef)
 }
 
@@ -150,15 +150,18 @@ func (w *wtx) DeleteDead(f app.DeadFilter) ([]app.Ref, error) {
 	f.Asc = true
 	wh := deadWhere(f)
 	rows, err := w.query(`DELETE FROM dead_letter_jobs WHERE id IN (SELECT id FROM dead_letter_jobs`+wh.String()+
-		sqlq.Page(true, f.Limit, app.BulkBatch, "id")+`) RETURNING id, queue, kind`, wh.args...)
+		sqlq.Page(true, f.Limit, app.BulkBatch, "id")+`) RETURNING `+refCols, wh.args...)
 	refs, err := collect(rows, err, scanRef)
 	slices.SortFunc(refs, func(a, b app.Ref) int { return cmp.Compare(a.ID, b.ID) })
 	return refs, err
 }
 
+// refCols are the columns scanRef reads, of a job or a dead-letter row.
+const refCols = `id, queue, kind, coalesce(workflow_id, 0), coalesce(step, '')`
+
 func scanRef(sc scanner) (app.Ref, error) {
 	var r app.Ref
-	err := sc.Scan(&r.ID, &r.Queue, &r.Kind)
+	err := sc.Scan(&r.ID, &r.Queue, &r.Kind, &r.WorkflowID, &r.Step)
 	return r, err
 }
 

@@ -2,53 +2,313 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/internal/sqlq"
 )
 
-// errNoWorkflows stands in until this store keeps workflows.
-var errNoWorkflows = errors.New("workflows are not stored by this store yet")
+// The workflow steps of app.Tx, each one statement (a release of many
+// steps, one statement per step: SQLite's statements are calls, not round
+// trips), and the reads of app.WorkflowStore.
 
-// InsertWorkflow implements app.Tx.
+const workflowCols = `id, name, tags, status, step_count, done_count, failed_count, created_at, updated_at, finished_at`
+
+func scanWorkflow(sc scanner) (*app.Workflow, error) {
+	var (
+		w                    app.Workflow
+		tags, status         string
+		createdAt, updatedAt int64
+		finishedAt           sql.NullInt64
+	)
+	if err := sc.Scan(&w.ID, &w.Name, &tags, &status, &w.StepCount, &w.DoneCount, &w.FailedCount, &createdAt, &updatedAt, &finishedAt); err != nil {
+		return nil, err
+	}
+	w.Status, w.CreatedAt, w.UpdatedAt, w.FinishedAt = app.WorkflowStatus(status), fromMS(createdAt), fromMS(updatedAt), fromNullMS(finishedAt)
+	if err := app.DecodeList(tags, &w.Tags); err != nil {
+		return nil, fmt.Errorf("workflow %d tags: %w", w.ID, err)
+	}
+	return &w, nil
+}
+
+const stepCols = `workflow_id, name, queue, kind, depends_on, status, job_id, waiting, failed, result, error, spec, released_at, finished_at`
+
+// stepRow holds the columns of a step as scanned.
+type stepRow struct {
+	s                    app.WorkflowStep
+	deps, status, spec   string
+	jobID, released, fin sql.NullInt64
+	failed               int64
+	result               sql.NullString
+	jobStatus            sql.NullString
+	attempts, startedAt  sql.NullInt64
+}
+
+func (r *stepRow) dest() []any {
+	return []any{&r.s.WorkflowID, &r.s.Name, &r.s.Queue, &r.s.Kind, &r.deps, &r.status, &r.jobID, &r.s.Waiting,
+		&r.failed, &r.result, &r.s.Error, &r.spec, &r.released, &r.fin}
+}
+
+func (r *stepRow) step() (*app.WorkflowStep, error) {
+	s := &r.s
+	s.Status, s.JobID, s.Failed, s.Result = app.StepStatus(r.status), r.jobID.Int64, r.failed != 0, nullJSON(r.result)
+	s.ReleasedAt, s.FinishedAt = fromNullMS(r.released), fromNullMS(r.fin)
+	s.JobStatus, s.Attempts, s.StartedAt = app.Status(r.jobStatus.String), int(r.attempts.Int64), fromNullMS(r.startedAt)
+	if err := json.Unmarshal([]byte(r.deps), &s.DependsOn); err != nil {
+		return nil, fmt.Errorf("step %q of workflow %d depends_on: %w", s.Name, s.WorkflowID, err)
+	}
+	if err := json.Unmarshal([]byte(r.spec), &s.Job); err != nil {
+		return nil, fmt.Errorf("step %q of workflow %d spec: %w", s.Name, s.WorkflowID, err)
+	}
+	return s, nil
+}
+
+func scanStep(sc scanner) (*app.WorkflowStep, error) {
+	var r stepRow
+	if err := sc.Scan(r.dest()...); err != nil {
+		return nil, err
+	}
+	return r.step()
+}
+
+// InsertWorkflow implements app.Tx: the workflow's row, then its steps and
+// edges in multi-row INSERTs.
 func (w *wtx) InsertWorkflow(wf *app.Workflow, steps []*app.WorkflowStep, edges []app.WorkflowEdge) error {
-	return errNoWorkflows
+	res, err := w.exec(`INSERT INTO workflows (name, tags, status, step_count, done_count, failed_count, created_at, updated_at, finished_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, wf.Name, app.EncodeList(wf.Tags), string(wf.Status), wf.StepCount,
+		wf.DoneCount, wf.FailedCount, ms(wf.CreatedAt), ms(wf.UpdatedAt), nullMS(wf.FinishedAt))
+	if err != nil {
+		return err
+	}
+	if wf.ID, err = res.LastInsertId(); err != nil {
+		return err
+	}
+	const stepChunk = 500 // 12 variables a row, well under SQLite's limit
+	for start := 0; start < len(steps); start += stepChunk {
+		chunk := steps[start:min(len(steps), start+stepChunk)]
+		args := make([]any, 0, 12*len(chunk))
+		for i, s := range chunk {
+			s.WorkflowID = wf.ID
+			deps, err := json.Marshal(s.DependsOn)
+			if err != nil {
+				return err
+			}
+			spec, err := json.Marshal(s.Job)
+			if err != nil {
+				return err
+			}
+			args = append(args, wf.ID, s.Name, start+i, s.Queue, s.Kind, string(deps), string(s.Status),
+				nullID(s.JobID), s.Waiting, s.Failed, string(spec), nullMS(s.ReleasedAt))
+		}
+		if _, err := w.exec(`INSERT INTO workflow_steps (workflow_id, name, position, queue, kind, depends_on, status,
+			job_id, waiting, failed, spec, released_at) VALUES `+rows(len(chunk), 12), args...); err != nil {
+			return err
+		}
+	}
+	const edgeChunk = 1000
+	for start := 0; start < len(edges); start += edgeChunk {
+		chunk := edges[start:min(len(edges), start+edgeChunk)]
+		args := make([]any, 0, 4*len(chunk))
+		for _, e := range chunk {
+			args = append(args, wf.ID, e.Parent, e.Child, e.Continue)
+		}
+		if _, err := w.exec(`INSERT INTO workflow_edges (workflow_id, parent, child, continue) VALUES `+rows(len(chunk), 4), args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rows is n VALUES rows of cols placeholders each.
+func rows(n, cols int) string {
+	row := "(" + strings.TrimSuffix(strings.Repeat("?,", cols), ",") + ")"
+	return strings.TrimSuffix(strings.Repeat(row+",", n), ",")
 }
 
 // Workflow implements app.Tx.
-func (w *wtx) Workflow(id int64) (*app.Workflow, error) { return nil, errNoWorkflows }
+func (w *wtx) Workflow(id int64) (*app.Workflow, error) {
+	wf, err := scanWorkflow(w.queryRow(`SELECT `+workflowCols+` FROM workflows WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("workflow %d: %w", id, app.ErrNotFound)
+	}
+	return wf, err
+}
 
 // SaveWorkflow implements app.Tx.
-func (w *wtx) SaveWorkflow(wf *app.Workflow) error { return errNoWorkflows }
+func (w *wtx) SaveWorkflow(wf *app.Workflow) error {
+	_, err := w.exec(`UPDATE workflows SET status = ?, done_count = ?, failed_count = ?, updated_at = ?, finished_at = ? WHERE id = ?`,
+		string(wf.Status), wf.DoneCount, wf.FailedCount, ms(wf.UpdatedAt), nullMS(wf.FinishedAt), wf.ID)
+	return err
+}
 
 // Step implements app.Tx.
-func (w *wtx) Step(wf int64, name string) (*app.WorkflowStep, error) { return nil, errNoWorkflows }
+func (w *wtx) Step(wf int64, name string) (*app.WorkflowStep, error) {
+	s, err := scanStep(w.queryRow(`SELECT `+stepCols+` FROM workflow_steps WHERE workflow_id = ? AND name = ?`, wf, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("step %q of workflow %d: %w", name, wf, app.ErrNotFound)
+	}
+	return s, err
+}
 
 // SaveStep implements app.Tx.
-func (w *wtx) SaveStep(s *app.WorkflowStep) error { return errNoWorkflows }
+func (w *wtx) SaveStep(s *app.WorkflowStep) error {
+	_, err := w.exec(`UPDATE workflow_steps SET status = ?, job_id = ?, waiting = ?, failed = ?, result = ?, error = ?,
+		released_at = ?, finished_at = ? WHERE workflow_id = ? AND name = ?`,
+		string(s.Status), nullID(s.JobID), s.Waiting, s.Failed, nullRaw(s.Result), s.Error,
+		nullMS(s.ReleasedAt), nullMS(s.FinishedAt), s.WorkflowID, s.Name)
+	return err
+}
 
-// Resolve implements app.Tx.
+// edgeCond is the condition on workflow_edges of the edges kinds resolves.
+func edgeCond(kinds app.EdgeKinds) string {
+	switch kinds {
+	case app.EdgesBlocking:
+		return ` AND continue = 0`
+	case app.EdgesContinue:
+		return ` AND continue = 1`
+	}
+	return ``
+}
+
+// Resolve implements app.Tx: one UPDATE over the waiting children of
+// parent, found by the edges' primary key.
 func (w *wtx) Resolve(wf int64, parent string, kinds app.EdgeKinds) ([]*app.WorkflowStep, error) {
-	return nil, errNoWorkflows
+	rows, err := w.query(`UPDATE workflow_steps SET waiting = waiting - 1
+		WHERE workflow_id = ?1 AND status = 'waiting'
+			AND name IN (SELECT child FROM workflow_edges WHERE workflow_id = ?1 AND parent = ?2`+edgeCond(kinds)+`)
+		RETURNING `+stepCols, wf, parent)
+	steps, err := collect(rows, err, scanStep)
+	if err != nil {
+		return nil, err
+	}
+	ready := steps[:0]
+	for _, s := range steps {
+		if s.Waiting == 0 {
+			ready = append(ready, s)
+		}
+	}
+	return ready, nil
 }
 
 // StepsReleased implements app.Tx.
-func (w *wtx) StepsReleased(wf int64, steps []*app.WorkflowStep) error { return errNoWorkflows }
+func (w *wtx) StepsReleased(wf int64, steps []*app.WorkflowStep) error {
+	for _, s := range steps {
+		if _, err := w.exec(`UPDATE workflow_steps SET status = 'released', job_id = ?, released_at = ?, waiting = 0
+			WHERE workflow_id = ? AND name = ?`, s.JobID, nullMS(s.ReleasedAt), wf, s.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // CancelWaiting implements app.Tx.
-func (w *wtx) CancelWaiting(wf int64) (int, error) { return 0, errNoWorkflows }
+func (w *wtx) CancelWaiting(wf int64) (int, error) {
+	res, err := w.exec(`UPDATE workflow_steps SET status = 'cancelled', finished_at = ? WHERE workflow_id = ? AND status = 'waiting'`, ms(w.now), wf)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// deleteOldWorkflows deletes up to limit workflows finished before before,
+// with their steps, edges and jobs (which leave the counts).
+func (w *wtx) deleteOldWorkflows(before int64, limit int) (int, error) {
+	rows, err := w.query(`SELECT id FROM workflows WHERE status IN ('done', 'cancelled') AND finished_at < ? ORDER BY finished_at LIMIT ?`, before, limit)
+	ids, err := collect(rows, err, func(sc scanner) (id int64, err error) { return id, sc.Scan(&id) })
+	if err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	in := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
+	args := anys(ids)
+	rows, err = w.query(`DELETE FROM jobs WHERE workflow_id IN (`+in+`) RETURNING queue, status`, args...)
+	gone, err := collect(rows, err, func(sc scanner) (k statusKey, err error) { return k, sc.Scan(&k.queue, &k.status) })
+	if err != nil {
+		return 0, err
+	}
+	for _, k := range gone {
+		w.Moved(k.queue, k.status, "", 1)
+	}
+	for _, table := range []string{"workflow_edges", "workflow_steps"} {
+		if _, err := w.exec(`DELETE FROM `+table+` WHERE workflow_id IN (`+in+`)`, args...); err != nil {
+			return 0, err
+		}
+	}
+	if _, err := w.exec(`DELETE FROM workflows WHERE id IN (`+in+`)`, args...); err != nil {
+		return 0, err
+	}
+	return len(ids), w.Fault(app.FaultDelete, 0)
+}
 
 // ListWorkflows implements app.Store.
 func (s *Store) ListWorkflows(ctx context.Context, f app.WorkflowFilter) ([]*app.Workflow, error) {
-	return nil, errNoWorkflows
+	wh := &where{}
+	if f.Status != "" {
+		wh.add("status = ?", string(f.Status))
+	}
+	if f.Name != "" {
+		wh.add("instr(name, ?) > 0", f.Name)
+	}
+	if f.AfterID > 0 {
+		wh.add("id < ?", f.AfterID)
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+workflowCols+` FROM workflows`+wh.String()+sqlq.Page(false, f.Limit, 50, "id"), wh.args...)
+	out, err := collect(rows, err, scanWorkflow)
+	if err != nil {
+		return nil, fmt.Errorf("list workflows: %w", mapErr(err))
+	}
+	return out, nil
 }
 
-// GetWorkflow implements app.Store.
+// GetWorkflow implements app.Store: the workflow and its steps, with
+// their jobs, in one read transaction.
 func (s *Store) GetWorkflow(ctx context.Context, id int64) (*app.Workflow, []*app.WorkflowStep, error) {
-	return nil, nil, errNoWorkflows
+	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, nil, mapErr(err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read only
+	wf, err := scanWorkflow(tx.QueryRowContext(ctx, `SELECT `+workflowCols+` FROM workflows WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, app.ErrNotFound
+	}
+	if err != nil {
+		return nil, nil, mapErr(err)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT s.`+strings.ReplaceAll(stepCols, ", ", ", s.")+`,
+			j.status, coalesce(j.attempts, d.attempts), coalesce(j.started_at, d.started_at)
+		FROM workflow_steps s
+			LEFT JOIN jobs j ON j.id = s.job_id
+			LEFT JOIN dead_letter_jobs d ON d.id = s.job_id
+		WHERE s.workflow_id = ? ORDER BY s.position`, id)
+	steps, err := collect(rows, err, func(sc scanner) (*app.WorkflowStep, error) {
+		var r stepRow
+		if err := sc.Scan(append(r.dest(), &r.jobStatus, &r.attempts, &r.startedAt)...); err != nil {
+			return nil, err
+		}
+		return r.step()
+	})
+	if err != nil {
+		return nil, nil, mapErr(err)
+	}
+	return wf, steps, nil
 }
 
-// Parents implements app.Store.
+// Parents implements app.Store: the steps named in step name's
+// depends_on, in that order.
 func (s *Store) Parents(ctx context.Context, wf int64, name string) ([]*app.WorkflowStep, error) {
-	return nil, errNoWorkflows
+	rows, err := s.rdb.QueryContext(ctx, `SELECT p.`+strings.ReplaceAll(stepCols, ", ", ", p.")+`
+		FROM workflow_steps c, json_each(c.depends_on) d
+			JOIN workflow_steps p ON p.workflow_id = c.workflow_id AND p.name = d.value ->> 'step'
+		WHERE c.workflow_id = ? AND c.name = ?
+		ORDER BY d.key`, wf, name)
+	out, err := collect(rows, err, scanStep)
+	if err != nil {
+		return nil, fmt.Errorf("parents of step %q of workflow %d: %w", name, wf, mapErr(err))
+	}
+	return out, nil
 }
