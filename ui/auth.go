@@ -267,6 +267,7 @@ func (h *handler) public(path string) bool {
 var routeRoles = map[string]Role{
 	"POST /api/jobs":                RoleSubmit,
 	"POST /api/jobs/batch":          RoleSubmit,
+	"POST /api/workflows":           RoleSubmit,
 	"POST /api/queues/:queue/claim": RoleWork,
 	"POST /api/jobs/complete":       RoleWork,
 	"POST /api/jobs/:id/heartbeat":  RoleWork,

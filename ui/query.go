@@ -18,11 +18,12 @@ import (
 // naming it, never a list that quietly ignores the filter. A handler that
 // reads a new parameter adds it here, and to docs/api.md.
 var queryParams = map[string][]string{
-	"GET /api/jobs":     {"queue", "kind", "status", "tag", "replayed_from", "limit", "cursor", "order"},
-	"GET /api/jobs/:id": {"wait", "events"},
-	"GET /api/dlq":      {"queue", "kind", "tag", "reason", "moved_after", "moved_before", "replayed", "limit", "cursor", "order"},
-	"GET /api/events":   {"queue", "kind"},
-	"GET /api/audit":    {"action", "before", "limit"},
+	"GET /api/jobs":      {"queue", "kind", "status", "tag", "replayed_from", "limit", "cursor", "order"},
+	"GET /api/jobs/:id":  {"wait", "events"},
+	"GET /api/dlq":       {"queue", "kind", "tag", "reason", "moved_after", "moved_before", "replayed", "limit", "cursor", "order"},
+	"GET /api/events":    {"queue", "kind"},
+	"GET /api/audit":     {"action", "before", "limit"},
+	"GET /api/workflows": {"status", "name", "limit", "cursor"},
 }
 
 // auditActions are the values GET /api/audit?action= takes: every action
@@ -30,7 +31,7 @@ var queryParams = map[string][]string{
 // each recorded action is here.
 var auditActions = []string{
 	"auth.denied", "dlq.move", "dlq.purge", "dlq.replay", "job.cancel",
-	"queue.drain", "queue.pause", "queue.resume",
+	"queue.drain", "queue.pause", "queue.resume", "workflow.cancel",
 }
 
 // checkQuery refuses a request to an /api/ route that carries a query

@@ -62,6 +62,10 @@ func (h *handler) events(c echo.Context) error {
 		return &busyError{newError(http.StatusServiceUnavailable, "unavailable", "the server holds as many event streams as it allows (server.max_streams); try again shortly")}
 	}
 	defer h.streams.leave()
+	// Workflow events (workflow.*) carry no queue and no kind, so only a
+	// stream without those filters gets them; a token with a queue list
+	// always has a queue filter (scopedQueueParam), so it never sees a
+	// workflow, which spans queues.
 	sub := h.svc.Bus.Subscribe(4096, func(e *app.Event) bool {
 		return (queue == "" || e.Queue == queue) && (kind == "" || e.Kind == kind)
 	})

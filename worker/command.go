@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -111,7 +112,10 @@ const (
 // then cfg.Env; then QUEUE_JOB_ID, QUEUE_JOB_KIND, QUEUE_QUEUE, QUEUE_ATTEMPT
 // and QUEUE_MAX_ATTEMPTS, which nothing overrides. So the worker's secrets
 // (QUEUE_TOKEN, a password in QUEUE_DB) never reach a job. The environment
-// is read once, here, not for each job.
+// is read once, here, not for each job. A workflow step also gets
+// QUEUE_WORKFLOW_ID and QUEUE_STEP, and one with dependencies
+// QUEUE_PARENTS_FILE: a file holding its parents (see writeParents),
+// removed once the command has ended.
 //
 // Exit 0 completes the job with stdout as its result: the JSON value if
 // stdout is JSON, else a JSON string of it; past 1 MiB the result is
@@ -147,6 +151,17 @@ func CommandHandler(cfg CommandConfig) Handler {
 			"QUEUE_ATTEMPT="+strconv.Itoa(job.Attempts),
 			"QUEUE_MAX_ATTEMPTS="+strconv.Itoa(job.MaxAttempts),
 		)
+		if job.WorkflowID != 0 {
+			cmd.Env = append(cmd.Env, "QUEUE_WORKFLOW_ID="+strconv.FormatInt(job.WorkflowID, 10), "QUEUE_STEP="+job.Step)
+		}
+		if len(job.Parents) > 0 {
+			path, err := writeParents(job.Parents)
+			if err != nil {
+				return nil, fmt.Errorf("write the parents of step %s to a file: %w", job.Step, err)
+			}
+			defer os.Remove(path)
+			cmd.Env = append(cmd.Env, "QUEUE_PARENTS_FILE="+path)
+		}
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		payload := []byte(job.Payload)
 		if len(payload) == 0 {
@@ -203,8 +218,62 @@ func CommandHandler(cfg CommandConfig) Handler {
 }
 
 // jobEnv are the variables CommandHandler sets for each job; nothing else
-// can set them.
-var jobEnv = []string{"QUEUE_JOB_ID", "QUEUE_JOB_KIND", "QUEUE_QUEUE", "QUEUE_ATTEMPT", "QUEUE_MAX_ATTEMPTS"}
+// can set them (the last three only for a workflow step, and left unset
+// for any other job, whatever the configured environment says).
+var jobEnv = []string{"QUEUE_JOB_ID", "QUEUE_JOB_KIND", "QUEUE_QUEUE", "QUEUE_ATTEMPT", "QUEUE_MAX_ATTEMPTS",
+	"QUEUE_WORKFLOW_ID", "QUEUE_STEP", "QUEUE_PARENTS_FILE"}
+
+// writeParents writes the parents of a workflow step to a new file of the
+// worker's temporary directory, readable by the worker's user only, as one
+// JSON object keyed by step name: {"<step>": {"status", "job_id",
+// "result", "error"}}, the fields of a parent in the claim answer. The
+// parents go to a file, not to stdin (the payload's, as for any job) nor to
+// a variable: a fan-in's parents may hold a result of up to 1 MiB each,
+// past what an environment can carry. The caller removes the file.
+func writeParents(parents []app.Parent) (path string, err error) {
+	f, err := os.CreateTemp("", "queue-parents-*.json")
+	if err != nil {
+		return "", err
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(f.Name())
+		}
+	}()
+	w := bufio.NewWriter(f)
+	w.WriteByte('{')
+	for i, p := range parents {
+		if i > 0 {
+			w.WriteByte(',')
+		}
+		k, _ := json.Marshal(p.Step)
+		w.Write(k)
+		w.WriteByte(':')
+		v, err := json.Marshal(struct {
+			Status app.StepStatus  `json:"status"`
+			JobID  int64           `json:"job_id,omitempty"`
+			Result json.RawMessage `json:"result"`
+			Error  string          `json:"error,omitempty"`
+		}{p.Status, p.JobID, nullIfEmpty(p.Result), p.Error})
+		if err != nil {
+			return "", err
+		}
+		w.Write(v)
+	}
+	w.WriteString("}\n")
+	return f.Name(), w.Flush()
+}
+
+// nullIfEmpty is r, or null when a parent has none.
+func nullIfEmpty(r json.RawMessage) json.RawMessage {
+	if len(r) == 0 {
+		return json.RawMessage("null")
+	}
+	return r
+}
 
 // defaultPath is the command's PATH when the worker has none.
 const defaultPath = "/usr/local/bin:/usr/bin:/bin"

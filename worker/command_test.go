@@ -381,3 +381,85 @@ func TestCheckCommand(t *testing.T) {
 		t.Errorf("CheckDir(missing) = %v", err)
 	}
 }
+
+// A workflow step gets QUEUE_WORKFLOW_ID and QUEUE_STEP; one with parents
+// gets them as a JSON object in the file QUEUE_PARENTS_FILE names, removed
+// after the run; the payload stays on stdin. Another job gets none of the
+// three, even when the configured environment sets them.
+func TestCommandWorkflowStep(t *testing.T) {
+	job := testJob(`{"n":1}`)
+	job.WorkflowID, job.Step = 7, "load"
+	job.Parents = []app.Parent{
+		{Step: "B", Status: app.StepDone, JobID: 11, Result: json.RawMessage(`{"rows":3}`)},
+		{Step: "C \"odd\"", Status: app.StepDead, JobID: 12, Result: json.RawMessage("null"), Error: "exit status 1"},
+		{Step: "D", Status: app.StepCancelled},
+	}
+	script := `printf '{"wf":"%s","step":"%s","file":"%s","mode":"%s","stdin":%s,"parents":%s}' "$QUEUE_WORKFLOW_ID" "$QUEUE_STEP" "$QUEUE_PARENTS_FILE" "$(stat -c %a "$QUEUE_PARENTS_FILE")" "$(cat)" "$(cat "$QUEUE_PARENTS_FILE")"`
+	cfg := CommandConfig{Command: []string{"sh", "-c", script}, Env: map[string]string{"QUEUE_STEP": "forged"}}
+	res, err := CommandHandler(cfg)(t.Context(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		WF, Step, File, Mode string
+		Stdin                json.RawMessage
+		Parents              map[string]map[string]any
+	}
+	if err := json.Unmarshal(res.(json.RawMessage), &out); err != nil {
+		t.Fatalf("the command printed %s: %v", res, err)
+	}
+	if out.WF != "7" || out.Step != "load" || string(out.Stdin) != `{"n":1}` {
+		t.Fatalf("QUEUE_WORKFLOW_ID %q, QUEUE_STEP %q, stdin %s; want 7, load and the payload", out.WF, out.Step, out.Stdin)
+	}
+	want := `{"B":{"job_id":11,"result":{"rows":3},"status":"done"},` +
+		`"C \"odd\"":{"error":"exit status 1","job_id":12,"result":null,"status":"dead_letter"},` +
+		`"D":{"result":null,"status":"cancelled"}}`
+	if got, _ := json.Marshal(out.Parents); string(got) != want {
+		t.Fatalf("parents file = %s, want %s", got, want)
+	}
+	if _, err := os.Stat(out.File); !os.IsNotExist(err) {
+		t.Fatalf("the parents file %s is still there after the run: %v", out.File, err)
+	}
+	if out.Mode != "600" {
+		t.Fatalf("the parents file had mode %s, want 600 (results are the worker's user's only)", out.Mode)
+	}
+
+	// A step without parents has no file; a plain job no workflow variables.
+	job.Parents = nil
+	for _, j := range []*app.Job{job, testJob("null")} {
+		res, err := CommandHandler(CommandConfig{Command: []string{"sh", "-c", `printf '%s|%s|%s' "${QUEUE_WORKFLOW_ID-unset}" "${QUEUE_STEP-unset}" "${QUEUE_PARENTS_FILE-unset}"`},
+			Env: map[string]string{"QUEUE_PARENTS_FILE": "/etc/passwd", "QUEUE_WORKFLOW_ID": "1"}})(t.Context(), j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := `"unset|unset|unset"`
+		if j.WorkflowID != 0 {
+			want = `"7|load|unset"`
+		}
+		if string(res.(json.RawMessage)) != want {
+			t.Fatalf("job %d (workflow %d): %s, want %s", j.ID, j.WorkflowID, res, want)
+		}
+	}
+}
+
+// The parents file is removed when the run fails or is stopped too.
+func TestCommandParentsFileRemovedOnFailure(t *testing.T) {
+	job := testJob("null")
+	job.WorkflowID, job.Step = 1, "s"
+	job.Parents = []app.Parent{{Step: "p", Status: app.StepDone, JobID: 1, Result: json.RawMessage(`1`)}}
+	path := filepath.Join(t.TempDir(), "path")
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	_, err := CommandHandler(CommandConfig{Command: []string{"sh", "-c", `echo "$QUEUE_PARENTS_FILE" > ` + path + `; sleep 30`}, KillGrace: 100 * time.Millisecond})(ctx, job)
+	if err == nil {
+		t.Fatal("a run stopped by its context succeeded")
+	}
+	b, _ := os.ReadFile(path)
+	name := strings.TrimSpace(string(b))
+	if name == "" {
+		t.Fatal("the command saw no QUEUE_PARENTS_FILE")
+	}
+	if _, err := os.Stat(name); !os.IsNotExist(err) {
+		t.Fatalf("the parents file %s outlived a stopped run: %v", name, err)
+	}
+}
