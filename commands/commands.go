@@ -99,6 +99,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer, b Build) *cli.App {
 			submitCommand(),
 			jobsCommand(),
 			dlqCommand(),
+			workflowCommand(),
 			queuesCommand(),
 			statsCommand(),
 			auditCommand(),
@@ -185,6 +186,7 @@ var takesArguments = map[string]bool{
 	"queue jobs show": true, "queue jobs cancel": true,
 	"queue dlq show": true, "queue dlq replay": true, "queue dlq purge": true, "queue dlq move": true,
 	"queue queues pause": true, "queue queues resume": true, "queue queues drain": true,
+	"queue workflow submit": true, "queue workflow get": true, "queue workflow cancel": true,
 	"queue work": true, "queue backup": true, "queue config check": true, "queue completion": true,
 }
 

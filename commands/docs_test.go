@@ -28,11 +28,11 @@ func TestCLIReferenceIsCurrent(t *testing.T) {
 		"and `--token` (`QUEUE_TOKEN`); read commands take `--json` for machine output and print\n" +
 		"aligned tables otherwise; `--limit` is 1 to 1000. Flags may come before or after\n" +
 		"arguments; everything after `--` is passed on untouched (`queue work ... -- COMMAND ARGS`).\n\n" +
-		"Confirmations, one rule for `dlq purge` and `dlq move` with a filter and `queues drain`:\n" +
-		"on a terminal they show the count and ask, and go ahead only on `y` (another answer\n" +
-		"changes nothing, exit 1); without a terminal on stdin (cron, systemd, CI, a pipe) they\n" +
-		"change nothing and exit 2 asking for `--yes`; with nothing to act on they say so and\n" +
-		"exit 0.\n\n" +
+		"Confirmations, one rule for `dlq purge` and `dlq move` with a filter, `queues drain` and\n" +
+		"`workflow cancel`: on a terminal they show the count and ask, and go ahead only on `y`\n" +
+		"(another answer changes nothing, exit 1); without a terminal on stdin (cron, systemd, CI,\n" +
+		"a pipe) they change nothing and exit 2 asking for `--yes`; with nothing to act on they\n" +
+		"say so and exit 0.\n\n" +
 		"Shell completion: `queue completion bash > /etc/bash_completion.d/queue`. The manual\n" +
 		"page (`man queue` once installed) is `queue man`.\n\n" +
 		"This page is generated from `queue <command> --help`.\n")

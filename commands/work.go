@@ -24,16 +24,19 @@ func workCommand() *cli.Command {
 		Usage: "run a command for each job of a queue, pulling over HTTP",
 		UsageText: "queue work --server URL --queue Q [--kind K]... [--concurrency N] [--token T] [--grace 30s] [--timeout D] [--kill-grace D] [--env KEY=VALUE]... [--pass-env NAME]... -- COMMAND ARGS...\n\n" +
 			"Each job runs COMMAND (no shell: write `sh -c '...'` for one) with the payload on stdin and QUEUE_JOB_ID,\n" +
-			"QUEUE_JOB_KIND, QUEUE_QUEUE, QUEUE_ATTEMPT, QUEUE_MAX_ATTEMPTS in its environment. Of this process's environment\n" +
-			"it gets only PATH, HOME, USER, LOGNAME, LANG, LC_*, TZ, TMPDIR and the --pass-env names, never the token or\n" +
-			"any other QUEUE_* variable; --env sets more. Exit 0 completes the job with stdout as its result (JSON if it\n" +
-			"parses); exit 65 fails it for good (dead-letter queue); any other exit, a signal or the timeout fails it with\n" +
-			"a retry. SIGTERM/SIGINT: stop claiming, let running jobs finish within --grace, then stop them and give their\n" +
-			"jobs back to run again elsewhere.\n\n" +
+			"QUEUE_JOB_KIND, QUEUE_QUEUE, QUEUE_ATTEMPT, QUEUE_MAX_ATTEMPTS in its environment; a workflow step also gets\n" +
+			"QUEUE_WORKFLOW_ID and QUEUE_STEP and, when it depends on other steps, QUEUE_PARENTS_FILE: a JSON file of their\n" +
+			"states and results, {\"STEP\": {\"status\", \"job_id\", \"result\", \"error\"}, ...}, removed after the run.\n" +
+			"Of this process's environment it gets only PATH, HOME, USER, LOGNAME, LANG, LC_*, TZ, TMPDIR and the --pass-env\n" +
+			"names, never the token or any other QUEUE_* variable; --env sets more. Exit 0 completes the job with stdout as\n" +
+			"its result (JSON if it parses); exit 65 fails it for good (dead-letter queue); any other exit, a signal or the\n" +
+			"timeout fails it with a retry. SIGTERM/SIGINT: stop claiming, let running jobs finish within --grace, then stop\n" +
+			"them and give their jobs back to run again elsewhere.\n\n" +
 			"Examples:\n" +
 			"  queue work --queue emails -- ./send-email.sh\n" +
 			"  queue work --server http://queue.internal:8080 --token $TOKEN --queue reports --kind report.build --concurrency 4 -- python3 build.py\n" +
 			"  queue work --queue uploads --pass-env AWS_REGION --env BUCKET=uploads -- ./upload.sh\n" +
+			"  queue work --queue etl --kind load -- sh -c 'jq -c .clean.result \"$QUEUE_PARENTS_FILE\" | ./load.sh'   # a workflow step\n" +
 			"  queue work --queue default -- sh -c 'cat >/dev/null; echo \"{\\\"ok\\\":true}\"'",
 		Flags: withFlags(serverFlags(), []cli.Flag{
 			&cli.StringFlag{Name: "queue", Value: app.DefaultQueue, Usage: "queue to work", EnvVars: []string{"QUEUE_QUEUE"}},
