@@ -24,7 +24,7 @@ type Importer struct {
 }
 
 // BeginImport starts a copy into the store, which must hold no jobs,
-// dead-letter rows, periodic fires, once records or audit entries. The
+// dead-letter rows, workflows, periodic fires, once records or audit entries. The
 // caller adds rows with Add and ends with Commit or Rollback.
 func (s *Store) BeginImport(ctx context.Context) (*Importer, error) {
 	if err := s.enter(); err != nil {
@@ -36,12 +36,12 @@ func (s *Store) BeginImport(ctx context.Context) (*Importer, error) {
 		return nil, fmt.Errorf("import: %w", mapErr(err))
 	}
 	im := &Importer{s: s, tx: tx, rows: map[string]int64{}, maxID: map[string]int64{}}
-	if _, err := tx.Exec(ctx, `LOCK TABLE jobs, dead_letter_jobs, queues, periodic_fires, once_records, audit, events IN EXCLUSIVE MODE`); err != nil {
+	if _, err := tx.Exec(ctx, `LOCK TABLE jobs, dead_letter_jobs, workflows, workflow_steps, workflow_edges, queues, periodic_fires, once_records, audit, events IN EXCLUSIVE MODE`); err != nil {
 		im.Rollback(ctx)
 		return nil, fmt.Errorf("import: lock the tables: %w", mapErr(err))
 	}
 	var full bool
-	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM jobs) OR EXISTS (SELECT 1 FROM dead_letter_jobs)
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM jobs) OR EXISTS (SELECT 1 FROM dead_letter_jobs) OR EXISTS (SELECT 1 FROM workflows)
 			OR EXISTS (SELECT 1 FROM periodic_fires) OR EXISTS (SELECT 1 FROM once_records) OR EXISTS (SELECT 1 FROM audit)`).Scan(&full); err != nil {
 		im.Rollback(ctx)
 		return nil, fmt.Errorf("import: %w", mapErr(err))
@@ -128,7 +128,7 @@ func (im *Importer) Add(ctx context.Context, b app.Rows) error {
 var importJobCols = []string{"id", "queue", "kind", "payload", "status", "priority", "run_at", "attempts", "max_attempts",
 	"timeout_ms", "expires_at", "tags", "idempotency_key", "lease", "lease_expires_at", "worker_id",
 	"cancel_requested", "cancel_reason", "errors", "result", "replayed_from", "created_at", "updated_at",
-	"started_at", "finished_at"}
+	"started_at", "finished_at", "workflow_id", "step"}
 
 // jobs copies jobs through the staging table: inserted queued, then moved
 // on along legal transitions to their status (processing; processing then
@@ -151,7 +151,8 @@ func (im *Importer) jobs(ctx context.Context, jobs []*app.Job) error {
 		return []any{j.ID, j.Queue, j.Kind, rawOrNull(j.Payload), string(j.Status), j.Priority, ms(j.RunAt), j.Attempts, j.MaxAttempts,
 			j.Timeout.D().Milliseconds(), msPtr(j.ExpiresAt), tags(j.Tags), nullString(j.IdempotencyKey), j.Lease,
 			msPtr(j.LeaseExpiresAt), nullString(clean(j.WorkerID)), j.CancelRequested, nullString(clean(j.CancelReason)),
-			app.EncodeList(j.Errors), rawText(j.Result), j.ReplayedFrom, ms(j.CreatedAt), ms(j.UpdatedAt), msPtr(j.StartedAt), msPtr(j.FinishedAt)}, nil
+			app.EncodeList(j.Errors), rawText(j.Result), j.ReplayedFrom, ms(j.CreatedAt), ms(j.UpdatedAt), msPtr(j.StartedAt), msPtr(j.FinishedAt),
+			nullID(j.WorkflowID), nullString(j.Step)}, nil
 	}))
 	if err != nil {
 		return err

@@ -46,8 +46,8 @@ func (w *wtx) insertJobs(p *pipe, njs []*app.NewJob) []*app.Job {
 	timeouts := make([]int64, n)
 	runAts := make([]time.Time, n)
 	expires := make([]*time.Time, n)
-	keys := make([]*string, n)
-	replayed := make([]*int64, n)
+	keys, steps := make([]*string, n), make([]*string, n)
+	replayed, workflows := make([]*int64, n), make([]*int64, n)
 	jobs := make([]*app.Job, n)
 	now := w.now
 	for i, nj := range njs {
@@ -62,6 +62,7 @@ func (w *wtx) insertJobs(p *pipe, njs []*app.NewJob) []*app.Job {
 		tagDocs[i] = string(doc)
 		priorities[i], maxAttempts[i], timeouts[i] = nj.Priority, nj.MaxAttempts, nj.Timeout.Milliseconds()
 		runAts[i], expires[i], keys[i], replayed[i] = job.RunAt, job.ExpiresAt, nullString(nj.IdempotencyKey), nj.ReplayedFrom
+		workflows[i], steps[i] = nullID(nj.WorkflowID), nullString(nj.Step)
 	}
 	p.query(func(rows pgx.Rows) error {
 		ids := make([]int64, 0, n)
@@ -91,16 +92,16 @@ func (w *wtx) insertJobs(p *pipe, njs []*app.NewJob) []*app.Job {
 		}
 		return nil
 	}, `INSERT INTO jobs (queue, kind, payload, priority, run_at, max_attempts, timeout_ms,
-			expires_at, tags, idempotency_key, replayed_from, created_at, updated_at)
+			expires_at, tags, idempotency_key, replayed_from, workflow_id, step, created_at, updated_at)
 		SELECT q, k, pl::json, pr, ra, ma, tm, ex,
 			CASE WHEN tg = '[]' THEN '{}'::text[] ELSE ARRAY(SELECT json_array_elements_text(tg::json)) END,
-			ik, rf, $12, $12
+			ik, rf, wf, st, $14, $14
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::int[], $7::bigint[],
-			$8::timestamptz[], $9::text[], $10::text[], $11::bigint[])
-			WITH ORDINALITY AS u(q, k, pl, pr, ra, ma, tm, ex, tg, ik, rf, ord)
+			$8::timestamptz[], $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::text[])
+			WITH ORDINALITY AS u(q, k, pl, pr, ra, ma, tm, ex, tg, ik, rf, wf, st, ord)
 		ORDER BY ord
 		RETURNING id`,
-		queues, kinds, payloads, priorities, runAts, maxAttempts, timeouts, expires, tagDocs, keys, replayed, now)
+		queues, kinds, payloads, priorities, runAts, maxAttempts, timeouts, expires, tagDocs, keys, replayed, workflows, steps, now)
 	return jobs
 }
 
@@ -502,7 +503,7 @@ func (w *wtx) InsertDead(d *app.DeadJob) error {
 var deadColumns = []string{"id", "queue", "kind", "payload", "priority", "tags", "attempts", "max_attempts", "timeout_ms",
 	"errors", "idempotency_key", "original_created_at", "replayed_from", "dead_letter_reason", "last_error",
 	"moved_to_dead_letter_at", "original_lease", "resurrection_count", "last_resurrection_at",
-	"started_at", "run_at", "worker_id", "note", "replayed_job_id"}
+	"started_at", "run_at", "worker_id", "note", "replayed_job_id", "workflow_id", "step"}
 
 // insertDeadSQL inserts one dead-letter row: deadRow's values.
 var insertDeadSQL = func() string {
@@ -518,7 +519,8 @@ func deadRow(d *app.DeadJob) []any {
 	return []any{d.ID, d.Queue, d.Kind, rawOrNull(d.Payload), d.Priority, tags(d.Tags), d.Attempts, d.MaxAttempts,
 		d.Timeout.D().Milliseconds(), app.EncodeList(d.Errors), nullString(d.IdempotencyKey), ms(d.OriginalCreatedAt),
 		d.ReplayedFrom, d.Reason, clean(d.LastError), ms(d.MovedAt), d.OriginalLease, d.ResurrectionCount, msPtr(d.LastResurrectionAt),
-		msPtr(d.StartedAt), msPtr(d.RunAt), nullString(clean(d.WorkerID)), clean(d.Note), d.ReplayedJobID}
+		msPtr(d.StartedAt), msPtr(d.RunAt), nullString(clean(d.WorkerID)), clean(d.Note), d.ReplayedJobID,
+		nullID(d.WorkflowID), nullString(d.Step)}
 }
 
 // DeleteJob implements app.Tx.

@@ -422,7 +422,7 @@ func (w *wtx) ExpireDue(limit int) ([]app.Ref, error) {
 			ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)
 		UPDATE jobs j SET status = 'cancelled', cancel_reason = 'expired', finished_at = $1, updated_at = $1
 		FROM due WHERE j.id = due.id
-		RETURNING j.id, j.queue, j.kind`, w.now, limit))
+		RETURNING j.id, j.queue, j.kind, j.workflow_id, j.step`, w.now, limit))
 }
 
 // DeleteDead implements app.Tx. RETURNING gives no order: the rows are
@@ -431,15 +431,18 @@ func (w *wtx) DeleteDead(f app.DeadFilter) ([]app.Ref, error) {
 	f.Asc = true
 	wh := deadWhere(f)
 	refs, err := scanRefs(w.query(`DELETE FROM dead_letter_jobs WHERE id = ANY(ARRAY(SELECT id FROM dead_letter_jobs`+wh.String()+
-		sqlq.Page(true, f.Limit, app.BulkBatch, "id")+`)) RETURNING id, queue, kind`, wh.args...))
+		sqlq.Page(true, f.Limit, app.BulkBatch, "id")+`)) RETURNING id, queue, kind, workflow_id, step`, wh.args...))
 	sortBy(refs, func(r app.Ref) int64 { return r.ID })
 	return refs, err
 }
 
-// scanRefs reads (id, queue, kind) rows.
+// scanRefs reads (id, queue, kind, workflow_id, step) rows.
 func scanRefs(rows pgx.Rows, err error) ([]app.Ref, error) {
 	return collect(rows, err, func(row pgx.Row) (r app.Ref, err error) {
-		err = row.Scan(&r.ID, &r.Queue, &r.Kind)
+		var wf *int64
+		var step *string
+		err = row.Scan(&r.ID, &r.Queue, &r.Kind, &wf, &step)
+		r.WorkflowID, r.Step = derefID(wf), deref(step)
 		return r, err
 	})
 }
