@@ -365,8 +365,12 @@ func fenceErr(row pgx.Row, id int64) error {
 	return app.FenceError(id, n > 0)
 }
 
-// Complete implements app.Store: one statement completes the whole batch;
-// only the items it did not match are looked at one by one.
+// Complete implements app.Store: one statement completes the plain jobs
+// of the batch; only the items it did not match are looked at one by one.
+// A workflow step's completion releases its dependants, which takes the
+// rules of app: those items are completed step by step (app.Complete) in a
+// transaction of their own, after the plain ones committed (each item is
+// fenced on its own, so the two need not commit together).
 func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, error) {
 	first := app.FirstCompletions(items)
 	ids, leases, results := make([]int64, len(first)), make([]int64, len(first)), make([]string, len(first))
@@ -398,7 +402,7 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 				UPDATE jobs j SET status = 'done', result = v.result::json, finished_at = $1, updated_at = $1,
 					lease_expires_at = NULL
 				FROM unnest($2::bigint[], $3::bigint[], $4::text[]) AS v(id, lease, result)
-				WHERE j.id = v.id AND j.lease = v.lease AND j.status = 'processing'
+				WHERE j.id = v.id AND j.lease = v.lease AND j.status = 'processing' AND j.workflow_id IS NULL
 				RETURNING j.id, j.lease, j.queue, j.kind, j.started_at),
 			counted AS (
 				INSERT INTO throughput (queue, second, shard, completed, failed)
@@ -411,10 +415,35 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 	if err != nil {
 		return nil, app.WithOperation("complete", mapErr(err))
 	}
+	var rest []app.Completion
+	for _, it := range first {
+		if _, ok := done[it.ID]; !ok { // an item of a job done here lost its lease
+			rest = append(rest, it)
+		}
+	}
+	known := map[int64]error{} // why an item of rest was not completed
+	if len(rest) > 0 {
+		// The batch has begun to commit: its caller giving up now must not
+		// leave half of it unanswered.
+		errs, err := app.Complete(context.WithoutCancel(ctx), s, rest)
+		if err != nil {
+			return nil, err
+		}
+		for i, it := range rest {
+			if errs[i] == nil {
+				done[it.ID] = it.Lease
+			} else {
+				known[it.ID] = errs[i]
+			}
+		}
+	}
 	// Why an item was not completed is read after the commit: the answer
 	// (lease lost, or no such job) does not change what was written, and the
 	// call answers for what was written even if its caller gave up.
 	errs, err := app.SettleCompletions(items, done, func(id int64) error {
+		if err, ok := known[id]; ok {
+			return err
+		}
 		return fenceErr(s.pool.QueryRow(context.WithoutCancel(ctx), fenceSQL, id), id)
 	})
 	if err != nil {

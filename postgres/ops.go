@@ -100,8 +100,22 @@ func (s *Store) Throughput(ctx context.Context, since time.Time) ([]app.MinuteCo
 }
 
 // DeleteOld implements app.Store: one bounded DELETE of the rows of
-// oldRows[req.What] older than req.Before.
+// oldRows[req.What] older than req.Before; finished workflows go with
+// their steps, edges and jobs in one statement.
 func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, error) {
+	if req.What == app.OldWorkflows {
+		var n int
+		err := s.write(ctx, func(w *wtx) (err error) {
+			if n, err = w.deleteOldWorkflows(req.Before, min(max(req.Limit, 1), app.BulkBatch), maxOldSteps); err != nil {
+				return err
+			}
+			return w.Fault(app.FaultDelete, 0)
+		})
+		if err != nil {
+			return 0, fmt.Errorf("delete old %s: %w", req.What, mapErr(err))
+		}
+		return n, nil
+	}
 	o, ok := oldRows[req.What]
 	if !ok {
 		return 0, fmt.Errorf("delete old: unknown kind %q", req.What)
@@ -145,7 +159,8 @@ var oldRows = map[string]struct {
 	table, key, cond string
 	queued           bool
 }{
-	app.OldFinished:   {"jobs", "id", "status IN ('done', 'cancelled') AND finished_at < %s", true},
+	// A workflow's jobs go with their workflow (see deleteOldWorkflows).
+	app.OldFinished:   {"jobs", "id", "status IN ('done', 'cancelled') AND finished_at < %s AND workflow_id IS NULL", true},
 	app.OldDead:       {"dead_letter_jobs", "id", "moved_to_dead_letter_at < %s", true},
 	app.OldEvents:     {"events", "id", "at < %s", false},
 	app.OldAudit:      {"audit", "id", "at < %s", false},

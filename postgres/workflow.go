@@ -2,53 +2,320 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/internal/sqlq"
 )
 
-// errNoWorkflows stands in until this store keeps workflows.
-var errNoWorkflows = errors.New("workflows are not stored by this store yet")
+// Workflows are three tables (see 0005_workflows.sql): the workflow row,
+// a row per step and a row per dependency. The rules are app's (flow.go);
+// here each Tx step is one statement, and a submission of any size is one.
 
-// InsertWorkflow implements app.Tx.
-func (w *wtx) InsertWorkflow(wf *app.Workflow, steps []*app.WorkflowStep, edges []app.WorkflowEdge) error {
-	return errNoWorkflows
+// workflowCols is the column list every workflow query selects, in scanWorkflow's order.
+const workflowCols = `id, name, tags, status, step_count, done_count, failed_count, created_at, updated_at, finished_at`
+
+func scanWorkflow(row pgx.Row) (*app.Workflow, error) {
+	var wf app.Workflow
+	var status string
+	if err := row.Scan(&wf.ID, &wf.Name, &wf.Tags, &status, &wf.StepCount, &wf.DoneCount, &wf.FailedCount,
+		&wf.CreatedAt, &wf.UpdatedAt, &wf.FinishedAt); err != nil {
+		return nil, err
+	}
+	wf.Status, wf.CreatedAt, wf.UpdatedAt, wf.FinishedAt = app.WorkflowStatus(status), wf.CreatedAt.UTC(), wf.UpdatedAt.UTC(), msPtr(wf.FinishedAt)
+	if len(wf.Tags) == 0 {
+		wf.Tags = nil
+	}
+	return &wf, nil
 }
 
-// Workflow implements app.Tx.
-func (w *wtx) Workflow(id int64) (*app.Workflow, error) { return nil, errNoWorkflows }
+// stepCols is the column list every step query selects, in scanStep's
+// order, each column of alias (if not empty). JSON columns are read as
+// text, as jobCols does.
+func stepCols(alias string) string {
+	if alias != "" {
+		alias += "."
+	}
+	return strings.ReplaceAll(`@workflow_id, @name, @queue, @kind, @depends_on::text, @status, coalesce(@job_id, 0),
+		@waiting, @failed, @result::text, @error, @spec::text, @payload::text, @released_at, @finished_at`, "@", alias)
+}
+
+// scanStep reads a step from stepCols, then the columns more (if any) into more.
+func scanStep(row pgx.Row, more ...any) (*app.WorkflowStep, error) {
+	var (
+		s                    app.WorkflowStep
+		deps, status, spec   string
+		payload              string
+		result               *string
+		releasedAt, finished *time.Time
+	)
+	dest := []any{&s.WorkflowID, &s.Name, &s.Queue, &s.Kind, &deps, &status, &s.JobID, &s.Waiting, &s.Failed,
+		&result, &s.Error, &spec, &payload, &releasedAt, &finished}
+	if err := row.Scan(append(dest, more...)...); err != nil {
+		return nil, err
+	}
+	s.Status, s.Result = app.StepStatus(status), rawPtr(result)
+	s.ReleasedAt, s.FinishedAt = msPtr(releasedAt), msPtr(finished)
+	if err := json.Unmarshal([]byte(deps), &s.DependsOn); err != nil {
+		return nil, fmt.Errorf("step %q of workflow %d: depends_on: %w", s.Name, s.WorkflowID, err)
+	}
+	if err := json.Unmarshal([]byte(spec), &s.Job); err != nil {
+		return nil, fmt.Errorf("step %q of workflow %d: spec: %w", s.Name, s.WorkflowID, err)
+	}
+	s.Job.Payload = json.RawMessage(payload)
+	return &s, nil
+}
+
+// stepDoc is a step's dependencies and job spec as stored: the spec
+// without its payload, which has a column of its own, so that a step's job
+// gets the payload byte for byte (encoding/json would compact it and
+// escape HTML in it).
+func stepDoc(s *app.WorkflowStep) (deps, spec string, err error) {
+	d := s.DependsOn
+	if d == nil {
+		d = []app.Dependency{}
+	}
+	db, err := json.Marshal(d)
+	if err != nil {
+		return "", "", err
+	}
+	j := s.Job
+	j.Payload = nil
+	sb, err := json.Marshal(j)
+	if err != nil {
+		return "", "", fmt.Errorf("step %q: %w", s.Name, err)
+	}
+	return string(db), string(sb), nil
+}
+
+// InsertWorkflow implements app.Tx: the workflow, its steps and its edges
+// in one statement, rows built from arrays, whatever their number.
+func (w *wtx) InsertWorkflow(wf *app.Workflow, steps []*app.WorkflowStep, edges []app.WorkflowEdge) error {
+	n := len(steps)
+	names, queues, kinds, deps, statuses := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	specs, payloads, errTexts := make([]string, n), make([]string, n), make([]string, n)
+	results := make([]*string, n)
+	jobIDs := make([]*int64, n)
+	waiting := make([]int, n)
+	failed := make([]bool, n)
+	released, finished := make([]*time.Time, n), make([]*time.Time, n)
+	for i, s := range steps {
+		var err error
+		if deps[i], specs[i], err = stepDoc(s); err != nil {
+			return fmt.Errorf("insert workflow: %w", err)
+		}
+		names[i], queues[i], kinds[i], statuses[i] = s.Name, s.Queue, s.Kind, string(s.Status)
+		payloads[i], results[i], errTexts[i] = rawOrNull(s.Job.Payload), rawText(s.Result), clean(s.Error)
+		jobIDs[i], waiting[i], failed[i] = nullID(s.JobID), s.Waiting, s.Failed
+		released[i], finished[i] = msPtr(s.ReleasedAt), msPtr(s.FinishedAt)
+	}
+	parents, children, conts := make([]string, len(edges)), make([]string, len(edges)), make([]bool, len(edges))
+	for i, e := range edges {
+		parents[i], children[i], conts[i] = e.Parent, e.Child, e.Continue
+	}
+	err := w.queryRow(`WITH wf AS (
+			INSERT INTO workflows (name, tags, status, step_count, done_count, failed_count, created_at, updated_at, finished_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+			RETURNING id),
+		steps AS (
+			INSERT INTO workflow_steps (workflow_id, name, position, queue, kind, depends_on, status, job_id, waiting,
+				failed, result, error, spec, payload, released_at, finished_at)
+			SELECT wf.id, n, ord - 1, q, k, d::json, st, j, wt, fa, r::json, e, sp::json, pl::json, ra, fi
+			FROM wf, unnest($10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::bigint[], $16::int[],
+				$17::bool[], $18::text[], $19::text[], $20::text[], $21::text[], $22::timestamptz[], $23::timestamptz[])
+				WITH ORDINALITY AS u(n, q, k, d, st, j, wt, fa, r, e, sp, pl, ra, fi, ord)),
+		edges AS (
+			INSERT INTO workflow_edges (workflow_id, parent, child, continue)
+			SELECT wf.id, p, c, co FROM wf, unnest($24::text[], $25::text[], $26::bool[]) AS u(p, c, co))
+		SELECT id FROM wf`,
+		wf.Name, tags(wf.Tags), string(wf.Status), wf.StepCount, wf.DoneCount, wf.FailedCount, ms(wf.CreatedAt), ms(wf.UpdatedAt), msPtr(wf.FinishedAt),
+		names, queues, kinds, deps, statuses, jobIDs, waiting, failed, results, errTexts, specs, payloads, released, finished,
+		parents, children, conts).Scan(&wf.ID)
+	if err != nil {
+		return fmt.Errorf("insert workflow: %w", err)
+	}
+	for _, s := range steps {
+		s.WorkflowID = wf.ID
+	}
+	return nil
+}
+
+// Workflow implements app.Tx: the row is locked to the commit.
+func (w *wtx) Workflow(id int64) (*app.Workflow, error) {
+	wf, err := scanWorkflow(w.queryRow(`SELECT `+workflowCols+` FROM workflows WHERE id = $1 FOR UPDATE`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("workflow %d: %w", id, app.ErrNotFound)
+	}
+	return wf, err
+}
 
 // SaveWorkflow implements app.Tx.
-func (w *wtx) SaveWorkflow(wf *app.Workflow) error { return errNoWorkflows }
+func (w *wtx) SaveWorkflow(wf *app.Workflow) error {
+	tag, err := w.exec(`UPDATE workflows SET status = $1, done_count = $2, failed_count = $3, updated_at = $4, finished_at = $5
+		WHERE id = $6`, string(wf.Status), wf.DoneCount, wf.FailedCount, ms(wf.UpdatedAt), msPtr(wf.FinishedAt), wf.ID)
+	if err == nil && tag.RowsAffected() == 0 {
+		err = fmt.Errorf("workflow %d: %w", wf.ID, app.ErrNotFound)
+	}
+	return err
+}
 
-// Step implements app.Tx.
-func (w *wtx) Step(wf int64, name string) (*app.WorkflowStep, error) { return nil, errNoWorkflows }
+// Step implements app.Tx: the row is locked to the commit.
+func (w *wtx) Step(wf int64, name string) (*app.WorkflowStep, error) {
+	s, err := scanStep(w.queryRow(`SELECT `+stepCols("")+` FROM workflow_steps WHERE workflow_id = $1 AND name = $2 FOR UPDATE`, wf, name))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("step %q of workflow %d: %w", name, wf, app.ErrNotFound)
+	}
+	return s, err
+}
 
 // SaveStep implements app.Tx.
-func (w *wtx) SaveStep(s *app.WorkflowStep) error { return errNoWorkflows }
+func (w *wtx) SaveStep(s *app.WorkflowStep) error {
+	tag, err := w.exec(`UPDATE workflow_steps SET status = $1, job_id = $2, waiting = $3, failed = $4, result = $5::json,
+			error = $6, released_at = $7, finished_at = $8
+		WHERE workflow_id = $9 AND name = $10`,
+		string(s.Status), nullID(s.JobID), s.Waiting, s.Failed, rawText(s.Result), clean(s.Error),
+		msPtr(s.ReleasedAt), msPtr(s.FinishedAt), s.WorkflowID, s.Name)
+	if err == nil && tag.RowsAffected() == 0 {
+		err = fmt.Errorf("step %q of workflow %d: %w", s.Name, s.WorkflowID, app.ErrNotFound)
+	}
+	return err
+}
 
-// Resolve implements app.Tx.
+// Resolve implements app.Tx: one UPDATE counts the dependency met for
+// every waiting child of parent through an edge kinds resolves; the steps
+// it leaves waiting on nothing come back in the order they were given.
 func (w *wtx) Resolve(wf int64, parent string, kinds app.EdgeKinds) ([]*app.WorkflowStep, error) {
-	return nil, errNoWorkflows
+	var cont []bool // the values of continue whose edges kinds resolves
+	for _, c := range []bool{false, true} {
+		if kinds.Resolves(c) {
+			cont = append(cont, c)
+		}
+	}
+	rows, err := w.query(`WITH r AS (
+			UPDATE workflow_steps s SET waiting = s.waiting - 1
+			FROM workflow_edges e
+			WHERE e.workflow_id = $1 AND e.parent = $2 AND e.continue = ANY($3::bool[])
+				AND s.workflow_id = e.workflow_id AND s.name = e.child AND s.status = 'waiting'
+			RETURNING s.*)
+		SELECT `+stepCols("")+` FROM r WHERE waiting = 0 ORDER BY position`, wf, parent, cont)
+	return collect(rows, err, func(row pgx.Row) (*app.WorkflowStep, error) { return scanStep(row) })
 }
 
 // StepsReleased implements app.Tx.
-func (w *wtx) StepsReleased(wf int64, steps []*app.WorkflowStep) error { return errNoWorkflows }
+func (w *wtx) StepsReleased(wf int64, steps []*app.WorkflowStep) error {
+	names, jobs, at := make([]string, len(steps)), make([]int64, len(steps)), make([]*time.Time, len(steps))
+	for i, s := range steps {
+		names[i], jobs[i], at[i] = s.Name, s.JobID, msPtr(s.ReleasedAt)
+	}
+	tag, err := w.exec(`UPDATE workflow_steps s SET status = 'released', job_id = u.job, released_at = u.at, waiting = 0
+		FROM unnest($2::text[], $3::bigint[], $4::timestamptz[]) AS u(name, job, at)
+		WHERE s.workflow_id = $1 AND s.name = u.name`, wf, names, jobs, at)
+	if err == nil && tag.RowsAffected() != int64(len(steps)) {
+		err = fmt.Errorf("release of %d steps of workflow %d found %d: %w", len(steps), wf, tag.RowsAffected(), app.ErrNotFound)
+	}
+	return err
+}
 
 // CancelWaiting implements app.Tx.
-func (w *wtx) CancelWaiting(wf int64) (int, error) { return 0, errNoWorkflows }
+func (w *wtx) CancelWaiting(wf int64) (int, error) {
+	tag, err := w.exec(`UPDATE workflow_steps SET status = 'cancelled', finished_at = $2 WHERE workflow_id = $1 AND status = 'waiting'`, wf, w.now)
+	return int(tag.RowsAffected()), err
+}
 
 // ListWorkflows implements app.Store.
 func (s *Store) ListWorkflows(ctx context.Context, f app.WorkflowFilter) ([]*app.Workflow, error) {
-	return nil, errNoWorkflows
+	wh := &where{}
+	if f.Status != "" {
+		wh.cond("status = " + wh.add(string(f.Status)))
+	}
+	if f.Name != "" {
+		wh.cond("strpos(name, " + wh.add(f.Name) + ") > 0")
+	}
+	if f.AfterID > 0 {
+		wh.cond("id < " + wh.add(f.AfterID))
+	}
+	out, err := readRows(ctx, s, scanWorkflow, `SELECT `+workflowCols+` FROM workflows`+wh.String()+sqlq.Page(false, f.Limit, 50, "id"), wh.args...)
+	if err != nil {
+		return nil, fmt.Errorf("list workflows: %w", err)
+	}
+	return out, nil
 }
 
-// GetWorkflow implements app.Store.
-func (s *Store) GetWorkflow(ctx context.Context, id int64) (*app.Workflow, []*app.WorkflowStep, error) {
-	return nil, nil, errNoWorkflows
+// GetWorkflow implements app.Store: the workflow, its steps and their jobs
+// (in jobs, else in the dead-letter queue) from one snapshot.
+func (s *Store) GetWorkflow(ctx context.Context, id int64) (wf *app.Workflow, steps []*app.WorkflowStep, err error) {
+	err = s.read(ctx, func(tx pgx.Tx) error {
+		var rerr error
+		if wf, rerr = scanWorkflow(tx.QueryRow(ctx, `SELECT `+workflowCols+` FROM workflows WHERE id = $1`, id)); rerr != nil {
+			return rerr
+		}
+		rows, rerr := tx.Query(ctx, `SELECT `+stepCols("s")+`, j.status, coalesce(j.attempts, d.attempts, 0),
+				coalesce(j.started_at, d.started_at)
+			FROM workflow_steps s
+			LEFT JOIN jobs j ON j.id = s.job_id
+			LEFT JOIN dead_letter_jobs d ON d.id = s.job_id
+			WHERE s.workflow_id = $1 ORDER BY s.position`, id)
+		steps, rerr = collect(rows, rerr, func(row pgx.Row) (*app.WorkflowStep, error) {
+			var status *string
+			var attempts int
+			var started *time.Time
+			st, err := scanStep(row, &status, &attempts, &started)
+			if err != nil {
+				return nil, err
+			}
+			st.JobStatus, st.Attempts, st.StartedAt = app.Status(deref(status)), attempts, msPtr(started)
+			return st, nil
+		})
+		return rerr
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("get workflow %d: %w", id, mapErr(err))
+	}
+	return wf, steps, nil
 }
 
-// Parents implements app.Store.
+// Parents implements app.Store: one statement walks the step's depends_on.
 func (s *Store) Parents(ctx context.Context, wf int64, name string) ([]*app.WorkflowStep, error) {
-	return nil, errNoWorkflows
+	out, err := readRows(ctx, s, func(row pgx.Row) (*app.WorkflowStep, error) { return scanStep(row) },
+		`SELECT `+stepCols("p")+`
+		FROM workflow_steps c
+		CROSS JOIN LATERAL json_array_elements(c.depends_on) WITH ORDINALITY AS d(dep, ord)
+		JOIN workflow_steps p ON p.workflow_id = c.workflow_id AND p.name = d.dep->>'step'
+		WHERE c.workflow_id = $1 AND c.name = $2
+		ORDER BY d.ord`, wf, name)
+	if err != nil {
+		return nil, fmt.Errorf("parents of step %q of workflow %d: %w", name, wf, err)
+	}
+	return out, nil
+}
+
+// maxOldSteps bounds the steps of the workflows one retention statement
+// deletes (the first workflow goes whatever its size): a thousand workflows
+// of 20,000 steps each would be one transaction deleting 60 million rows.
+// What is left goes on the next sweep.
+const maxOldSteps = 100000
+
+// deleteOldWorkflows deletes up to limit workflows finished before before,
+// oldest first and while their steps stay under maxSteps (but at least
+// one), with their steps, edges and jobs, in one statement; their
+// dead-letter rows stay for the DLQ's own retention.
+func (w *wtx) deleteOldWorkflows(before time.Time, limit, maxSteps int) (int, error) {
+	var n int
+	err := w.queryRow(`WITH old AS (
+			DELETE FROM workflows WHERE id = ANY(ARRAY(SELECT id FROM (
+				SELECT id, sum(step_count) OVER (ORDER BY finished_at ROWS UNBOUNDED PRECEDING) - step_count AS ahead
+				FROM workflows WHERE status IN ('done', 'cancelled') AND finished_at < $1
+				ORDER BY finished_at LIMIT $2) o WHERE ahead < $3))
+			RETURNING id),
+		steps AS (DELETE FROM workflow_steps WHERE workflow_id IN (SELECT id FROM old)),
+		edges AS (DELETE FROM workflow_edges WHERE workflow_id IN (SELECT id FROM old)),
+		jobs AS (DELETE FROM jobs WHERE workflow_id IN (SELECT id FROM old))
+		SELECT count(*) FROM old`, ms(before), limit, maxSteps).Scan(&n)
+	return n, err
 }
