@@ -20,6 +20,11 @@ const workflowBody = 16 << 20
 // submitWorkflow is POST /api/workflows: the whole graph in one
 // transaction, or nothing (app.Plan names the step at fault).
 func (h *handler) submitWorkflow(c echo.Context) error {
+	// Refused rather than ignored: a client sending one expects a retry to
+	// find the first workflow, and would get a second.
+	if c.Request().Header.Get("Idempotency-Key") != "" {
+		return app.Invalid("Idempotency-Key", "POST /api/workflows takes no Idempotency-Key (nor do its steps take idempotency keys); before submitting again after an error, look for the workflow with GET /api/workflows?name=")
+	}
 	var in app.WorkflowInput
 	if err := bind(c, &in, min(workflowBody, h.opts.MaxBodyBytes), false); err != nil {
 		return err

@@ -13,6 +13,13 @@ import (
 	"github.com/queuehq/queue/ui"
 )
 
+// onBothStores runs test on a server over the memory store and one over SQLite.
+func onBothStores(t *testing.T, test func(*testing.T, *server)) {
+	for _, store := range []string{"memory", "sqlite"} {
+		t.Run(store, func(t *testing.T) { test(t, newServer(t, ui.Options{}, store == "sqlite")) })
+	}
+}
+
 // diamond is A; B and C after A; D after B and C, all in queue etl.
 const diamond = `{"name":"etl","tags":["nightly"],"steps":[
 	{"step":"A","queue":"etl","kind":"download","payload":{"url":"https://example.com/data.csv"}},
@@ -120,8 +127,9 @@ func (s *server) completeJob(j claimed, result string) {
 
 // Done when 1: one request submits the diamond; D's claim carries the
 // results of B and C; the workflow ends done.
-func TestWorkflowDiamondOverHTTP(t *testing.T) {
-	s := newServer(t, ui.Options{}, false)
+func TestWorkflowDiamondOverHTTP(t *testing.T) { onBothStores(t, testWorkflowDiamondOverHTTP) }
+
+func testWorkflowDiamondOverHTTP(t *testing.T, s *server) {
 	v := s.submitWorkflow(diamond)
 	if v.ID <= 0 || v.Name != "etl" || v.Status != "running" || v.StepCount != 4 || len(v.Steps) != 4 {
 		t.Fatalf("submitted: %+v", v)
@@ -222,6 +230,9 @@ func TestWorkflowBadInputStoresNothing(t *testing.T) {
 			t.Errorf("%s: %s, want field %s", tc.name, a.body, tc.field)
 		}
 	}
+	if a := s.post("/api/workflows", diamond, "Idempotency-Key", "k1"); a.status != http.StatusBadRequest || !strings.Contains(string(a.body), `"field":"Idempotency-Key"`) {
+		t.Errorf("a workflow with an Idempotency-Key: %d %s, want 400 naming the header", a.status, a.body)
+	}
 	if a := s.get("/api/workflows"); !strings.Contains(string(a.body), `"workflows":[]`) {
 		t.Fatalf("workflows after refused submissions: %s", a.body)
 	}
@@ -234,7 +245,10 @@ func TestWorkflowBadInputStoresNothing(t *testing.T) {
 // dependants waiting and the workflow blocked; its replay from the DLQ
 // resumes it. A "continue" dependant runs with the failure in parents.
 func TestWorkflowDeadStepBlocksAndReplayResumes(t *testing.T) {
-	s := newServer(t, ui.Options{}, false)
+	onBothStores(t, testWorkflowDeadStepBlocksAndReplayResumes)
+}
+
+func testWorkflowDeadStepBlocksAndReplayResumes(t *testing.T, s *server) {
 	v := s.submitWorkflow(`{"name":"w","steps":[
 		{"step":"B","queue":"q","kind":"k"},
 		{"step":"D","queue":"q","kind":"k","depends_on":["B"]},
@@ -285,8 +299,9 @@ func TestWorkflowDeadStepBlocksAndReplayResumes(t *testing.T) {
 // Done when 4: a cancel cancels the unfinished steps (queued, waiting),
 // asks the running ones to stop, and nothing is claimed afterwards; a
 // second cancel is 409; the audit trail has it.
-func TestWorkflowCancel(t *testing.T) {
-	s := newServer(t, ui.Options{}, false)
+func TestWorkflowCancel(t *testing.T) { onBothStores(t, testWorkflowCancel) }
+
+func testWorkflowCancel(t *testing.T, s *server) {
 	v := s.submitWorkflow(`{"name":"w","steps":[
 		{"step":"run","queue":"q","kind":"k"},{"step":"wait","queue":"q","kind":"k"},
 		{"step":"after","queue":"q","kind":"k","depends_on":["run","wait"]}]}`)
