@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -76,32 +77,80 @@ func release(tx Tx, wf *Workflow, steps []*WorkflowStep) error {
 	return tx.StepsReleased(wf.ID, steps)
 }
 
-// stepEnded records in its workflow that the job jobID of step name ended
-// as to (done with result, or failed with errText), and releases the
-// dependants this resolves. A job that is not the step's current one (an
-// earlier job of a replayed step) changes nothing.
+// StepEnd is the end of the job of a workflow step: done with Result, or
+// failed (dead-lettered, cancelled) with Error.
+type StepEnd struct {
+	Workflow int64
+	Step     string
+	JobID    int64
+	To       StepStatus
+	Result   json.RawMessage
+	Error    string
+}
+
+// stepEnded records one step's end (see StepsEnded).
 func stepEnded(tx Tx, wfID int64, name string, jobID int64, to StepStatus, result json.RawMessage, errText string) error {
-	wf, err := tx.Workflow(wfID)
+	return StepsEnded(tx, []StepEnd{{Workflow: wfID, Step: name, JobID: jobID, To: to, Result: result, Error: errText}})
+}
+
+// StepsEnded records in their workflows that the jobs of ends ended, and
+// releases the dependants this resolves, in tx: also in the SQLite store's
+// batched completion, for the workflow steps among the jobs it completed.
+// Each workflow is read and stored once however many of its steps ended
+// (a fan-in's parents complete a hundred at a time), in id order, so two
+// batches lock workflows in the same order. A job that is not its step's
+// current one (an earlier job of a replayed step) changes nothing.
+func StepsEnded(tx Tx, ends []StepEnd) error {
+	if len(ends) > 1 {
+		ends = slices.Clone(ends)
+		slices.SortStableFunc(ends, func(a, b StepEnd) int { return cmp.Compare(a.Workflow, b.Workflow) })
+	}
+	for len(ends) > 0 {
+		n := 1
+		for n < len(ends) && ends[n].Workflow == ends[0].Workflow {
+			n++
+		}
+		if err := workflowStepsEnded(tx, ends[:n]); err != nil {
+			return err
+		}
+		ends = ends[n:]
+	}
+	return nil
+}
+
+// workflowStepsEnded is StepsEnded for the ends of one workflow.
+func workflowStepsEnded(tx Tx, ends []StepEnd) error {
+	wf, err := tx.Workflow(ends[0].Workflow)
 	if errors.Is(err, ErrNotFound) {
 		return nil // aged out with its jobs; nothing waits on it
 	}
 	if err != nil {
 		return err
 	}
-	s, err := tx.Step(wfID, name)
+	for _, e := range ends {
+		if err := stepEnd(tx, wf, e); err != nil {
+			return err
+		}
+	}
+	return settle(tx, wf)
+}
+
+// stepEnd applies e to its step of wf (counted in wf, stored by the caller).
+func stepEnd(tx Tx, wf *Workflow, e StepEnd) error {
+	s, err := tx.Step(wf.ID, e.Step)
 	if errors.Is(err, ErrNotFound) {
 		return nil
 	}
-	if err != nil || s.JobID != jobID {
+	if err != nil || s.JobID != e.JobID {
 		return err
 	}
 	now := tx.Now().Truncate(time.Millisecond)
 	from := s.Status
-	s.Status, s.FinishedAt = to, &now
+	s.Status, s.FinishedAt = e.To, &now
 	var kinds EdgeKinds
 	switch {
-	case to == StepDone:
-		s.Result, s.Error = result, ""
+	case e.To == StepDone:
+		s.Result, s.Error = e.Result, ""
 		if len(s.Result) == 0 {
 			s.Result = json.RawMessage("null")
 		}
@@ -114,7 +163,7 @@ func stepEnded(tx Tx, wfID int64, name string, jobID int64, to StepStatus, resul
 		// A cancelled job moved to the dead-letter queue: one failure.
 		return tx.SaveStep(s)
 	default:
-		s.Error = TruncateString(errText, 1024)
+		s.Error = TruncateString(e.Error, 1024)
 		if wf.Status != WorkflowCancelled {
 			wf.FailedCount++
 		}
@@ -127,16 +176,14 @@ func stepEnded(tx Tx, wfID int64, name string, jobID int64, to StepStatus, resul
 	if err := tx.SaveStep(s); err != nil {
 		return err
 	}
-	if wf.Status != WorkflowCancelled && kinds >= 0 {
-		ready, err := tx.Resolve(wfID, name, kinds)
-		if err != nil {
-			return err
-		}
-		if err := release(tx, wf, ready); err != nil {
-			return err
-		}
+	if wf.Status == WorkflowCancelled || kinds < 0 {
+		return nil
 	}
-	return settle(tx, wf)
+	ready, err := tx.Resolve(wf.ID, e.Step, kinds)
+	if err != nil {
+		return err
+	}
+	return release(tx, wf, ready)
 }
 
 // stepReplayed records that dead-letter row d (the current job of its

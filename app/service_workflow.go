@@ -116,17 +116,26 @@ func (s *Service) CancelWorkflow(ctx context.Context, id int64, actor string) (*
 
 // withParents sets the parents of each claimed job that runs a workflow
 // step with dependencies: each parent's step name, status and result.
+// One read per workflow among the jobs, not one per job: a claim of a
+// hundred steps of a fan-out is one read.
 func (s *Service) withParents(ctx context.Context, jobs []*Job) error {
+	steps := map[int64][]string{}
 	for _, j := range jobs {
-		if j.WorkflowID == 0 {
-			continue
+		if j.WorkflowID != 0 {
+			steps[j.WorkflowID] = append(steps[j.WorkflowID], j.Step)
 		}
-		ps, err := s.Store.Parents(ctx, j.WorkflowID, j.Step)
+	}
+	for wf, names := range steps {
+		ps, err := s.Store.Parents(ctx, wf, names)
 		if err != nil {
-			return fmt.Errorf("parents of job %d: %w", j.ID, err)
+			return fmt.Errorf("parents of steps of workflow %d: %w", wf, err)
 		}
-		for _, p := range ps {
-			j.Parents = append(j.Parents, ParentOf(p))
+		for _, j := range jobs {
+			if j.WorkflowID == wf {
+				for _, p := range ps[j.Step] {
+					j.Parents = append(j.Parents, ParentOf(p))
+				}
+			}
 		}
 	}
 	return nil

@@ -149,9 +149,10 @@ type WorkflowStore interface {
 	// given, each with its job's status, attempts and last start while
 	// the job is in the jobs table (one snapshot). None is ErrNotFound.
 	GetWorkflow(ctx context.Context, id int64) (*Workflow, []*WorkflowStep, error)
-	// Parents reads the steps that step name of workflow wf depends on,
-	// in the order of its depends_on.
-	Parents(ctx context.Context, wf int64, name string) ([]*WorkflowStep, error)
+	// Parents reads, for each of steps of workflow wf, the steps it depends
+	// on, in the order of its depends_on (their DependsOn need not be read).
+	// A step without dependencies may be left out of the answer.
+	Parents(ctx context.Context, wf int64, steps []string) (map[string][]*WorkflowStep, error)
 }
 
 // AuditStore keeps the audit trail of admin actions.

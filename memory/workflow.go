@@ -218,17 +218,19 @@ func (s *Store) GetWorkflow(ctx context.Context, id int64) (*app.Workflow, []*ap
 }
 
 // Parents implements app.Store.
-func (s *Store) Parents(ctx context.Context, wf int64, name string) ([]*app.WorkflowStep, error) {
+func (s *Store) Parents(ctx context.Context, wf int64, steps []string) (map[string][]*app.WorkflowStep, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st, ok := s.flows.steps[stepKey{wf, name}]
-	if !ok {
-		return nil, nil
-	}
-	out := make([]*app.WorkflowStep, 0, len(st.DependsOn))
-	for _, d := range st.DependsOn {
-		if p, ok := s.flows.steps[stepKey{wf, d.Step}]; ok {
-			out = append(out, cloneStep(p))
+	out := map[string][]*app.WorkflowStep{}
+	for _, name := range steps {
+		st, ok := s.flows.steps[stepKey{wf, name}]
+		if !ok || len(st.DependsOn) == 0 {
+			continue
+		}
+		for _, d := range st.DependsOn {
+			if p, ok := s.flows.steps[stepKey{wf, d.Step}]; ok {
+				out[name] = append(out[name], cloneStep(p))
+			}
 		}
 	}
 	return out, nil

@@ -280,17 +280,24 @@ func (s *Store) GetWorkflow(ctx context.Context, id int64) (wf *app.Workflow, st
 	return wf, steps, nil
 }
 
-// Parents implements app.Store: one statement walks the step's depends_on.
-func (s *Store) Parents(ctx context.Context, wf int64, name string) ([]*app.WorkflowStep, error) {
-	out, err := readRows(ctx, s, func(row pgx.Row) (*app.WorkflowStep, error) { return scanStep(row) },
-		`SELECT `+stepCols("p")+`
+// Parents implements app.Store: one statement walks the steps' depends_on.
+func (s *Store) Parents(ctx context.Context, wf int64, steps []string) (map[string][]*app.WorkflowStep, error) {
+	out := map[string][]*app.WorkflowStep{}
+	_, err := readRows(ctx, s, func(row pgx.Row) (struct{}, error) {
+		var child string
+		p, err := scanStep(row, &child)
+		if err == nil {
+			out[child] = append(out[child], p)
+		}
+		return struct{}{}, err
+	}, `SELECT `+stepCols("p")+`, c.name
 		FROM workflow_steps c
 		CROSS JOIN LATERAL json_array_elements(c.depends_on) WITH ORDINALITY AS d(dep, ord)
 		JOIN workflow_steps p ON p.workflow_id = c.workflow_id AND p.name = d.dep->>'step'
-		WHERE c.workflow_id = $1 AND c.name = $2
-		ORDER BY d.ord`, wf, name)
+		WHERE c.workflow_id = $1 AND c.name = ANY($2)
+		ORDER BY c.name, d.ord`, wf, steps)
 	if err != nil {
-		return nil, fmt.Errorf("parents of step %q of workflow %d: %w", name, wf, err)
+		return nil, fmt.Errorf("parents of steps of workflow %d: %w", wf, err)
 	}
 	return out, nil
 }

@@ -218,19 +218,6 @@ func TestImportKeepsWorkflowSteps(t *testing.T) {
 	}
 }
 
-// A step's parents come in the order of its depends_on.
-func TestParentsInDependsOnOrder(t *testing.T) {
-	s := mustOpen(t, Options{})
-	v := submitWorkflow(t, s, app.WorkflowInput{Name: "o", Steps: []app.StepInput{wfStep("A"), wfStep("B"), wfStep("C"), wfStep("D", "C", "A", "B")}})
-	ps, err := s.Parents(t.Context(), v.ID, "D")
-	if err != nil || len(ps) != 3 || ps[0].Name != "C" || ps[1].Name != "A" || ps[2].Name != "B" {
-		t.Fatalf("Parents(D) = %+v, %v; want C, A, B", ps, err)
-	}
-	if ps, err := s.Parents(t.Context(), v.ID, "nope"); err != nil || len(ps) != 0 {
-		t.Fatalf("Parents(nope) = %+v, %v; want none", ps, err)
-	}
-}
-
 // An import goes into a store without workflows too.
 func TestImportRefusesAStoreWithWorkflows(t *testing.T) {
 	s := mustOpen(t, Options{})

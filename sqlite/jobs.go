@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -354,23 +355,18 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 			}
 			w.finished = append(w.finished, id)
 		}
-		// The statements leave workflow steps alone: their completion
-		// releases their dependants, by app's rules, in this transaction.
-		var rest []app.Completion
-		for _, it := range first {
-			if _, ok := done[it.ID]; !ok {
-				rest = append(rest, it)
+		// Workflow steps among them release their dependants, by app's
+		// rules, in this transaction.
+		if len(w.stepEnds) > 0 {
+			results := make(map[int64]json.RawMessage, len(w.stepEnds))
+			for _, it := range first {
+				results[it.ID] = it.Result
 			}
-		}
-		if len(rest) > 0 {
-			restErrs, err := app.CompleteTx(w, rest)
-			if err != nil {
+			for i := range w.stepEnds {
+				w.stepEnds[i].Result = results[w.stepEnds[i].JobID]
+			}
+			if err := app.StepsEnded(w, w.stepEnds); err != nil {
 				return err
-			}
-			for i, it := range rest {
-				if restErrs[i] == nil {
-					done[it.ID] = it.Lease
-				}
 			}
 		}
 		var err error
@@ -462,11 +458,15 @@ func (w *wtx) completeRows(q string, args []any, done map[int64]int64) error {
 	for rows.Next() {
 		var id, lease int64
 		var queue, kind string
-		var started sql.NullInt64
-		if err := rows.Scan(&id, &lease, &queue, &kind, &started); err != nil {
+		var started, workflow sql.NullInt64
+		var step sql.NullString
+		if err := rows.Scan(&id, &lease, &queue, &kind, &started, &workflow, &step); err != nil {
 			return err
 		}
 		w.completed(id, lease, queue, kind, fromNullMS(started), done)
+		if workflow.Valid {
+			w.stepEnds = append(w.stepEnds, app.StepEnd{Workflow: workflow.Int64, Step: step.String, JobID: id, To: app.StepDone})
+		}
 	}
 	return rows.Err()
 }
@@ -503,11 +503,10 @@ var completeSQL = func() (qs map[bool]map[int]string) {
 		q := `UPDATE jobs SET status = 'done', result = v.column3, finished_at = ?1, updated_at = ?1,
 		lease_expires_at = NULL
 	FROM (VALUES (?,?,?)` + strings.Repeat(",(?,?,?)", n-1) + `) AS v
-	WHERE jobs.id = v.column1 AND jobs.lease = v.column2 AND jobs.status = 'processing'
-		AND jobs.workflow_id IS NULL`
+	WHERE jobs.id = v.column1 AND jobs.lease = v.column2 AND jobs.status = 'processing'`
 		qs[false][n] = q
 		qs[true][n] = q + `
-	RETURNING jobs.id, jobs.lease, jobs.queue, jobs.kind, jobs.started_at`
+	RETURNING jobs.id, jobs.lease, jobs.queue, jobs.kind, jobs.started_at, jobs.workflow_id, jobs.step`
 	}
 	return qs
 }()

@@ -197,8 +197,27 @@ func (w *wtx) Resurrected(dead []*app.DeadJob, jobs []*app.Job) error {
 }
 
 // Insert implements app.Tx.
+// Many jobs (a workflow's release) go in multi-row INSERTs, as a batch of
+// submissions does.
 func (w *wtx) Insert(njs ...*app.NewJob) ([]*app.Job, error) {
 	out := make([]*app.Job, len(njs))
+	if len(njs) > 1 && !w.deferInserts {
+		w.deferInserts = true
+		for i, nj := range njs {
+			j, err := w.insertJob(nj)
+			if err != nil {
+				w.deferInserts, w.pending = false, w.pending[:0]
+				return nil, err
+			}
+			out[i] = j
+		}
+		err := w.s.insertPending(w.ctx, w.pending, &w.Published)
+		w.deferInserts, w.pending = false, w.pending[:0]
+		if err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
 	for i, nj := range njs {
 		j, err := w.insertJob(nj)
 		if err != nil {

@@ -35,12 +35,15 @@ func scanWorkflow(sc scanner) (*app.Workflow, error) {
 	return &w, nil
 }
 
-const stepCols = `workflow_id, name, queue, kind, depends_on, status, job_id, waiting, failed, result, error, spec, released_at, finished_at`
+// stepCols are a step's columns; its depends_on is in workflow_edges.
+const stepCols = `workflow_id, name, queue, kind, status, job_id, waiting, failed, result, error, spec, payload,
+	released_at, finished_at`
 
 // stepRow holds the columns of a step as scanned.
 type stepRow struct {
 	s                    app.WorkflowStep
-	deps, status, spec   string
+	status, spec         string
+	payload              string
 	jobID, released, fin sql.NullInt64
 	failed               int64
 	result               sql.NullString
@@ -49,8 +52,8 @@ type stepRow struct {
 }
 
 func (r *stepRow) dest() []any {
-	return []any{&r.s.WorkflowID, &r.s.Name, &r.s.Queue, &r.s.Kind, &r.deps, &r.status, &r.jobID, &r.s.Waiting,
-		&r.failed, &r.result, &r.s.Error, &r.spec, &r.released, &r.fin}
+	return []any{&r.s.WorkflowID, &r.s.Name, &r.s.Queue, &r.s.Kind, &r.status, &r.jobID, &r.s.Waiting,
+		&r.failed, &r.result, &r.s.Error, &r.spec, &r.payload, &r.released, &r.fin}
 }
 
 func (r *stepRow) step() (*app.WorkflowStep, error) {
@@ -58,12 +61,10 @@ func (r *stepRow) step() (*app.WorkflowStep, error) {
 	s.Status, s.JobID, s.Failed, s.Result = app.StepStatus(r.status), r.jobID.Int64, r.failed != 0, nullJSON(r.result)
 	s.ReleasedAt, s.FinishedAt = fromNullMS(r.released), fromNullMS(r.fin)
 	s.JobStatus, s.Attempts, s.StartedAt = app.Status(r.jobStatus.String), int(r.attempts.Int64), fromNullMS(r.startedAt)
-	if err := json.Unmarshal([]byte(r.deps), &s.DependsOn); err != nil {
-		return nil, fmt.Errorf("step %q of workflow %d depends_on: %w", s.Name, s.WorkflowID, err)
-	}
 	if err := json.Unmarshal([]byte(r.spec), &s.Job); err != nil {
 		return nil, fmt.Errorf("step %q of workflow %d spec: %w", s.Name, s.WorkflowID, err)
 	}
+	s.Job.Payload = json.RawMessage(r.payload)
 	return s, nil
 }
 
@@ -93,30 +94,32 @@ func (w *wtx) InsertWorkflow(wf *app.Workflow, steps []*app.WorkflowStep, edges 
 		args := make([]any, 0, 12*len(chunk))
 		for i, s := range chunk {
 			s.WorkflowID = wf.ID
-			deps, err := json.Marshal(s.DependsOn)
+			// The payload has a column of its own: encoding/json would
+			// compact it and escape < > &, and a job gets it byte for byte.
+			job := s.Job
+			job.Payload = nil
+			spec, err := json.Marshal(job)
 			if err != nil {
 				return err
 			}
-			spec, err := json.Marshal(s.Job)
-			if err != nil {
-				return err
-			}
-			args = append(args, wf.ID, s.Name, start+i, s.Queue, s.Kind, string(deps), string(s.Status),
-				nullID(s.JobID), s.Waiting, s.Failed, string(spec), nullMS(s.ReleasedAt))
+			args = append(args, wf.ID, s.Name, start+i, s.Queue, s.Kind, string(s.Status),
+				nullID(s.JobID), s.Waiting, s.Failed, string(spec), rawOrNull(s.Job.Payload), nullMS(s.ReleasedAt))
 		}
-		if _, err := w.exec(`INSERT INTO workflow_steps (workflow_id, name, position, queue, kind, depends_on, status,
-			job_id, waiting, failed, spec, released_at) VALUES `+rows(len(chunk), 12), args...); err != nil {
+		if _, err := w.exec(`INSERT INTO workflow_steps (workflow_id, name, position, queue, kind, status,
+			job_id, waiting, failed, spec, payload, released_at) VALUES `+rows(len(chunk), 12), args...); err != nil {
 			return err
 		}
 	}
 	const edgeChunk = 1000
+	ord := map[string]int{} // edges come in each child's depends_on order
 	for start := 0; start < len(edges); start += edgeChunk {
 		chunk := edges[start:min(len(edges), start+edgeChunk)]
-		args := make([]any, 0, 4*len(chunk))
+		args := make([]any, 0, 5*len(chunk))
 		for _, e := range chunk {
-			args = append(args, wf.ID, e.Parent, e.Child, e.Continue)
+			args = append(args, wf.ID, e.Parent, e.Child, e.Continue, ord[e.Child])
+			ord[e.Child]++
 		}
-		if _, err := w.exec(`INSERT INTO workflow_edges (workflow_id, parent, child, continue) VALUES `+rows(len(chunk), 4), args...); err != nil {
+		if _, err := w.exec(`INSERT INTO workflow_edges (workflow_id, parent, child, continue, ord) VALUES `+rows(len(chunk), 5), args...); err != nil {
 			return err
 		}
 	}
@@ -295,20 +298,63 @@ func (s *Store) GetWorkflow(ctx context.Context, id int64) (*app.Workflow, []*ap
 	if err != nil {
 		return nil, nil, mapErr(err)
 	}
+	rows, err = tx.QueryContext(ctx, `SELECT child, parent, continue FROM workflow_edges WHERE workflow_id = ? ORDER BY child, ord`, id)
+	type dep struct {
+		child string
+		d     app.Dependency
+	}
+	deps, err := collect(rows, err, func(sc scanner) (d dep, err error) {
+		var cont bool
+		err = sc.Scan(&d.child, &d.d.Step, &cont)
+		if cont {
+			d.d.OnFailure = app.OnFailureContinue
+		}
+		return d, err
+	})
+	if err != nil {
+		return nil, nil, mapErr(err)
+	}
+	byChild := make(map[string][]app.Dependency, len(steps))
+	for _, d := range deps {
+		byChild[d.child] = append(byChild[d.child], d.d)
+	}
+	for _, st := range steps {
+		if st.DependsOn = byChild[st.Name]; st.DependsOn == nil {
+			st.DependsOn = []app.Dependency{}
+		}
+	}
 	return wf, steps, nil
 }
 
-// Parents implements app.Store: the steps named in step name's
-// depends_on, in that order.
-func (s *Store) Parents(ctx context.Context, wf int64, name string) ([]*app.WorkflowStep, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT p.`+strings.ReplaceAll(stepCols, ", ", ", p.")+`
-		FROM workflow_steps c, json_each(c.depends_on) d
-			JOIN workflow_steps p ON p.workflow_id = c.workflow_id AND p.name = d.value ->> 'step'
-		WHERE c.workflow_id = ? AND c.name = ?
-		ORDER BY d.key`, wf, name)
-	out, err := collect(rows, err, scanStep)
+// Parents implements app.Store: one statement over the edges of the
+// steps, in their depends_on order.
+func (s *Store) Parents(ctx context.Context, wf int64, steps []string) (map[string][]*app.WorkflowStep, error) {
+	names, err := json.Marshal(steps)
 	if err != nil {
-		return nil, fmt.Errorf("parents of step %q of workflow %d: %w", name, wf, mapErr(err))
+		return nil, err
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT e.child, p.`+strings.ReplaceAll(stepCols, ", ", ", p.")+`
+		FROM workflow_edges e JOIN workflow_steps p ON p.workflow_id = e.workflow_id AND p.name = e.parent
+		WHERE e.workflow_id = ? AND e.child IN (SELECT value FROM json_each(?))
+		ORDER BY e.child, e.ord`, wf, string(names))
+	type parent struct {
+		child string
+		step  *app.WorkflowStep
+	}
+	ps, err := collect(rows, err, func(sc scanner) (p parent, err error) {
+		var r stepRow
+		if err := sc.Scan(append([]any{&p.child}, r.dest()...)...); err != nil {
+			return p, err
+		}
+		p.step, err = r.step()
+		return p, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("parents of steps of workflow %d: %w", wf, mapErr(err))
+	}
+	out := map[string][]*app.WorkflowStep{}
+	for _, p := range ps {
+		out[p.child] = append(out[p.child], p.step)
 	}
 	return out, nil
 }

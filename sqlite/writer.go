@@ -36,8 +36,9 @@ type wtx struct {
 	// deferInserts lets insertJob leave its rows in pending for the writer.
 	deferInserts bool
 	pending      []pendingJob
-	claimed      []claimedJob // remembered after commit
-	finished     []int64      // forgotten after commit
+	claimed      []claimedJob  // remembered after commit
+	finished     []int64       // forgotten after commit
+	stepEnds     []app.StepEnd // workflow steps a completion finished
 }
 
 // scratch is what the writer's transactions collect, kept from one
@@ -56,6 +57,8 @@ func (w *wtx) reset(s *Store, ctx context.Context, now time.Time, deferInserts b
 	w.Effects.Reset(now)
 	clear(w.pending)
 	w.queues, w.pending, w.claimed, w.finished = w.queues[:0], w.pending[:0], w.claimed[:0], w.finished[:0]
+	clear(w.stepEnds)
+	w.stepEnds = w.stepEnds[:0]
 	clear(w.deltas)
 }
 

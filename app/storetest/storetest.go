@@ -150,6 +150,7 @@ func Run(t *testing.T, open Opener) {
 		"DeadLetterRowIsNeverOverwritten":          testDeadLetterRowIsNeverOverwritten,
 		"WorkflowDiamondRunsInOrder":               testWorkflowDiamondRunsInOrder,
 		"WorkflowFanOutFanIn":                      testWorkflowFanOutFanIn,
+		"WorkflowParentsInDependsOnOrder":          testWorkflowParentsInDependsOnOrder,
 		"WorkflowDeadStepBlocksAndReplayResumes":   testWorkflowDeadStepBlocksAndReplayResumes,
 		"WorkflowContinueOnFailure":                testWorkflowContinueOnFailure,
 		"WorkflowCancel":                           testWorkflowCancel,

@@ -21,11 +21,17 @@ func init() {
 
 // step is a StepInput of kind "k" in queue "wf" named name after deps.
 func step(name string, deps ...string) app.StepInput {
-	in := app.StepInput{SubmitInput: app.SubmitInput{Queue: "wf", Kind: "k", Payload: json.RawMessage(`{"step":"` + name + `"}`)}, Step: name}
+	in := app.StepInput{SubmitInput: app.SubmitInput{Queue: "wf", Kind: "k", Payload: stepPayload(name)}, Step: name}
 	for _, d := range deps {
 		in.DependsOn = append(in.DependsOn, app.Dependency{Step: d})
 	}
 	return in
+}
+
+// stepPayload is step name's payload: with spaces and < >, which a job
+// must get byte for byte as submitted.
+func stepPayload(name string) json.RawMessage {
+	return json.RawMessage(`{"step": "` + name + `",  "html": "<b>&"}`)
 }
 
 // diamond is A; B and C after A; D after B and C.
@@ -140,6 +146,9 @@ func testWorkflowDiamondRunsInOrder(e *env) {
 	}
 	e.complete(bc["C"], `"c"`)
 	d := e.wantClaimable("D")["D"]
+	if string(d.Payload) != string(stepPayload("D")) {
+		e.t.Fatalf("D's payload %s, want %s byte for byte", d.Payload, stepPayload("D"))
+	}
 	got := map[string]string{}
 	for _, p := range d.Parents {
 		got[p.Step] = string(p.Result)
@@ -154,6 +163,25 @@ func testWorkflowDiamondRunsInOrder(e *env) {
 	}
 	if !slices.Equal(w.CriticalPath, []string{"A", "C", "D"}) && !slices.Equal(w.CriticalPath, []string{"A", "B", "D"}) {
 		e.t.Fatalf("critical path %v", w.CriticalPath)
+	}
+}
+
+func testWorkflowParentsInDependsOnOrder(e *env) {
+	v := e.submitWorkflow(app.WorkflowInput{Name: "o", Steps: []app.StepInput{step("A"), step("B"), step("C"), step("D", "C", "A", "B"), step("E", "A")}})
+	ps, err := e.s.Parents(e.ctx, v.ID, []string{"D", "E", "A", "nope"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var got []string
+	for _, p := range ps["D"] {
+		got = append(got, p.Name)
+	}
+	if !slices.Equal(got, []string{"C", "A", "B"}) || len(ps["E"]) != 1 || ps["E"][0].Name != "A" || len(ps["A"]) != 0 || len(ps["nope"]) != 0 {
+		e.t.Fatalf("Parents(D, E, A, nope): D %v, E %d, A %d, nope %d; want D C, A, B and E A", got, len(ps["E"]), len(ps["A"]), len(ps["nope"]))
+	}
+	w := e.workflow(v.ID)
+	if d := w.Steps[3]; d.Name != "D" || len(d.DependsOn) != 3 || d.DependsOn[0].Step != "C" || d.DependsOn[2].Step != "B" {
+		e.t.Fatalf("D as read: %+v", d)
 	}
 }
 

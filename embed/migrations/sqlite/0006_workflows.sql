@@ -30,24 +30,29 @@ CREATE TABLE workflow_steps (
 	position    INTEGER NOT NULL, -- the order the steps were given in
 	queue       TEXT    NOT NULL,
 	kind        TEXT    NOT NULL,
-	depends_on  TEXT    NOT NULL DEFAULT '[]',
 	status      TEXT    NOT NULL CHECK (status IN ('waiting', 'released', 'done', 'dead_letter', 'cancelled')),
 	job_id      INTEGER,
 	waiting     INTEGER NOT NULL, -- dependencies not yet resolved
 	failed      INTEGER NOT NULL DEFAULT 0,
 	result      TEXT,
 	error       TEXT    NOT NULL DEFAULT '',
-	spec        TEXT    NOT NULL, -- the job it becomes (app.StepJob)
+	spec        TEXT    NOT NULL, -- the job it becomes (app.StepJob), but its payload
+	payload     TEXT    NOT NULL, -- byte for byte as submitted
 	released_at INTEGER,
 	finished_at INTEGER,
 	PRIMARY KEY (workflow_id, name)
 ) STRICT, WITHOUT ROWID;
 
--- One row per dependency: the steps waiting on a parent, found from it.
+-- One row per dependency: the steps waiting on a parent, found from it;
+-- a step's dependencies, found from it in the order given (its
+-- depends_on). Not a column of the step: a fan-in's callback has thousands,
+-- and SQLite rewrites a whole row on every update of its waiting count.
 CREATE TABLE workflow_edges (
 	workflow_id INTEGER NOT NULL,
 	parent      TEXT    NOT NULL,
 	child       TEXT    NOT NULL,
 	continue    INTEGER NOT NULL DEFAULT 0, -- on_failure "continue"
+	ord         INTEGER NOT NULL,           -- its place in the child's depends_on
 	PRIMARY KEY (workflow_id, parent, child)
 ) STRICT, WITHOUT ROWID;
+CREATE INDEX workflow_edges_child ON workflow_edges (workflow_id, child, ord);
