@@ -39,6 +39,7 @@ func Complete(ctx context.Context, w Writer, items []Completion) ([]error, error
 // whose completion releases their dependants).
 func CompleteTx(tx Tx, items []Completion) ([]error, error) {
 	errs := make([]error, len(items))
+	var ends []StepEnd
 	for i, it := range items {
 		j, err := tx.Processing(it.ID, it.Lease)
 		if errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrNotFound) {
@@ -56,10 +57,11 @@ func CompleteTx(tx Tx, items []Completion) ([]error, error) {
 		}
 		Completed(tx, j.Queue, j.Kind, j.ID, j.StartedAt)
 		if j.WorkflowID != 0 {
-			if err := stepEnded(tx, j.WorkflowID, j.Step, j.ID, StepDone, it.Result, ""); err != nil {
-				return nil, err
-			}
+			ends = append(ends, StepEnd{Workflow: j.WorkflowID, Step: j.Step, JobID: j.ID, To: StepDone, Result: it.Result})
 		}
+	}
+	if err := StepsEnded(tx, ends); err != nil {
+		return nil, err
 	}
 	return errs, nil
 }

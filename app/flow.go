@@ -118,7 +118,8 @@ func StepsEnded(tx Tx, ends []StepEnd) error {
 	return nil
 }
 
-// workflowStepsEnded is StepsEnded for the ends of one workflow.
+// workflowStepsEnded is StepsEnded for the ends of one workflow: its
+// steps read, stored and resolved a batch at a time.
 func workflowStepsEnded(tx Tx, ends []StepEnd) error {
 	wf, err := tx.Workflow(ends[0].Workflow)
 	if errors.Is(err, ErrNotFound) {
@@ -127,27 +128,57 @@ func workflowStepsEnded(tx Tx, ends []StepEnd) error {
 	if err != nil {
 		return err
 	}
+	names := make([]string, 0, len(ends))
 	for _, e := range ends {
-		if err := stepEnd(tx, wf, e); err != nil {
+		names = append(names, e.Step)
+	}
+	read, err := tx.Steps(wf.ID, names)
+	if err != nil {
+		return err
+	}
+	steps := make(map[string]*WorkflowStep, len(read))
+	for _, s := range read {
+		steps[s.Name] = s
+	}
+	var changed []*WorkflowStep
+	resolve := map[EdgeKinds][]string{}
+	for _, e := range ends {
+		s := steps[e.Step]
+		if s == nil || s.JobID != e.JobID {
+			continue
+		}
+		kinds, ok := stepEnd(tx, wf, s, e)
+		if !slices.Contains(changed, s) {
+			changed = append(changed, s)
+		}
+		if ok && wf.Status != WorkflowCancelled {
+			resolve[kinds] = append(resolve[kinds], s.Name)
+		}
+	}
+	if err := tx.SaveSteps(changed); err != nil {
+		return err
+	}
+	for _, kinds := range []EdgeKinds{EdgesAll, EdgesBlocking, EdgesContinue} {
+		if len(resolve[kinds]) == 0 {
+			continue
+		}
+		ready, err := tx.Resolve(wf.ID, resolve[kinds], kinds)
+		if err != nil {
+			return err
+		}
+		if err := release(tx, wf, ready); err != nil {
 			return err
 		}
 	}
 	return settle(tx, wf)
 }
 
-// stepEnd applies e to its step of wf (counted in wf, stored by the caller).
-func stepEnd(tx Tx, wf *Workflow, e StepEnd) error {
-	s, err := tx.Step(wf.ID, e.Step)
-	if errors.Is(err, ErrNotFound) {
-		return nil
-	}
-	if err != nil || s.JobID != e.JobID {
-		return err
-	}
+// stepEnd applies e to s, its step, and counts it in wf; it says which of
+// s's dependants the end resolves, if any.
+func stepEnd(tx Tx, wf *Workflow, s *WorkflowStep, e StepEnd) (EdgeKinds, bool) {
 	now := tx.Now().Truncate(time.Millisecond)
 	from := s.Status
 	s.Status, s.FinishedAt = e.To, &now
-	var kinds EdgeKinds
 	switch {
 	case e.To == StepDone:
 		s.Result, s.Error = e.Result, ""
@@ -155,35 +186,20 @@ func stepEnd(tx Tx, wf *Workflow, e StepEnd) error {
 			s.Result = json.RawMessage("null")
 		}
 		wf.DoneCount++
-		kinds = EdgesAll
 		if s.Failed { // its "continue" dependants were resolved by the failure
-			kinds = EdgesBlocking
+			return EdgesBlocking, true
 		}
+		return EdgesAll, true
 	case from == StepDead || from == StepCancelled:
-		// A cancelled job moved to the dead-letter queue: one failure.
-		return tx.SaveStep(s)
-	default:
-		s.Error = TruncateString(e.Error, 1024)
-		if wf.Status != WorkflowCancelled {
-			wf.FailedCount++
-		}
-		kinds = EdgesContinue
-		if s.Failed {
-			kinds = -1 // resolved by its first failure
-		}
-		s.Failed = true
+		return 0, false // a cancelled job moved to the dead-letter queue: one failure
 	}
-	if err := tx.SaveStep(s); err != nil {
-		return err
+	s.Error = TruncateString(e.Error, 1024)
+	if wf.Status != WorkflowCancelled {
+		wf.FailedCount++
 	}
-	if wf.Status == WorkflowCancelled || kinds < 0 {
-		return nil
-	}
-	ready, err := tx.Resolve(wf.ID, e.Step, kinds)
-	if err != nil {
-		return err
-	}
-	return release(tx, wf, ready)
+	first := !s.Failed
+	s.Failed = true
+	return EdgesContinue, first // resolved by its first failure only
 }
 
 // stepReplayed records that dead-letter row d (the current job of its
@@ -197,19 +213,17 @@ func stepReplayed(tx Tx, d *DeadJob, job *Job) error {
 	if err != nil {
 		return err
 	}
-	s, err := tx.Step(d.WorkflowID, d.Step)
-	if errors.Is(err, ErrNotFound) {
-		return nil
-	}
-	if err != nil || s.JobID != d.ID {
+	steps, err := tx.Steps(d.WorkflowID, []string{d.Step})
+	if err != nil || len(steps) == 0 || steps[0].JobID != d.ID {
 		return err
 	}
+	s := steps[0]
 	if (s.Status == StepDead || s.Status == StepCancelled) && wf.Status != WorkflowCancelled {
 		wf.FailedCount--
 	}
 	now := tx.Now().Truncate(time.Millisecond)
 	s.Status, s.JobID, s.Error, s.FinishedAt, s.ReleasedAt = StepReleased, job.ID, "", nil, &now
-	if err := tx.SaveStep(s); err != nil {
+	if err := tx.SaveSteps([]*WorkflowStep{s}); err != nil {
 		return err
 	}
 	return settle(tx, wf)

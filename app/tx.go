@@ -109,16 +109,17 @@ type Tx interface {
 	Workflow(id int64) (*Workflow, error)
 	// SaveWorkflow stores wf's status, counts and times.
 	SaveWorkflow(wf *Workflow) error
-	// Step reads step name of workflow wf to change it (locked); none is
-	// ErrNotFound.
-	Step(wf int64, name string) (*WorkflowStep, error)
-	// SaveStep stores s's status, job id, waiting count, failed flag,
-	// result, error and times.
-	SaveStep(s *WorkflowStep) error
-	// Resolve counts one dependency as met for each waiting step of
-	// workflow wf that depends on parent through an edge that kinds
-	// resolves, and returns those it leaves waiting on nothing.
-	Resolve(wf int64, parent string, kinds EdgeKinds) ([]*WorkflowStep, error)
+	// Steps reads the steps names of workflow wf to change them (locked),
+	// in any order, without their DependsOn; a name without a step is left
+	// out.
+	Steps(wf int64, names []string) ([]*WorkflowStep, error)
+	// SaveSteps stores each step's status, job id, waiting count, failed
+	// flag, result, error and times.
+	SaveSteps(steps []*WorkflowStep) error
+	// Resolve counts, for each waiting step of workflow wf, one dependency
+	// as met per edge from one of parents that kinds resolves, and returns
+	// the steps it leaves waiting on nothing (without their DependsOn).
+	Resolve(wf int64, parents []string, kinds EdgeKinds) ([]*WorkflowStep, error)
 	// StepsReleased stores each step's release: status, job id, time.
 	StepsReleased(wf int64, steps []*WorkflowStep) error
 	// CancelWaiting cancels (finished now) every waiting step of workflow

@@ -93,39 +93,52 @@ func (t *tx) SaveWorkflow(wf *app.Workflow) error {
 	return nil
 }
 
-// Step implements app.Tx.
-func (t *tx) Step(wf int64, name string) (*app.WorkflowStep, error) {
-	s, ok := t.s.flows.steps[stepKey{wf, name}]
-	if !ok {
-		return nil, fmt.Errorf("step %q of workflow %d: %w", name, wf, app.ErrNotFound)
+// Steps implements app.Tx.
+func (t *tx) Steps(wf int64, names []string) ([]*app.WorkflowStep, error) {
+	var out []*app.WorkflowStep
+	for _, name := range names {
+		if s, ok := t.s.flows.steps[stepKey{wf, name}]; ok {
+			c := cloneStep(s)
+			c.DependsOn = nil
+			out = append(out, c)
+		}
 	}
-	return cloneStep(s), nil
+	return out, nil
 }
 
-// SaveStep implements app.Tx.
-func (t *tx) SaveStep(s *app.WorkflowStep) error {
-	k := stepKey{s.WorkflowID, s.Name}
-	if _, ok := t.s.flows.steps[k]; !ok {
-		return fmt.Errorf("step %q of workflow %d: %w", s.Name, s.WorkflowID, app.ErrNotFound)
+// SaveSteps implements app.Tx.
+func (t *tx) SaveSteps(steps []*app.WorkflowStep) error {
+	for _, s := range steps {
+		k := stepKey{s.WorkflowID, s.Name}
+		old, ok := t.s.flows.steps[k]
+		if !ok {
+			return fmt.Errorf("step %q of workflow %d: %w", s.Name, s.WorkflowID, app.ErrNotFound)
+		}
+		c := cloneStep(s)
+		c.DependsOn, c.Job = old.DependsOn, old.Job // not the caller's to change
+		put(t, t.s.flows.steps, k, c)
 	}
-	put(t, t.s.flows.steps, k, cloneStep(s))
 	return nil
 }
 
 // Resolve implements app.Tx.
-func (t *tx) Resolve(wf int64, parent string, kinds app.EdgeKinds) ([]*app.WorkflowStep, error) {
+func (t *tx) Resolve(wf int64, parents []string, kinds app.EdgeKinds) ([]*app.WorkflowStep, error) {
 	var ready []*app.WorkflowStep
-	for _, e := range t.s.flows.children[stepKey{wf, parent}] {
-		k := stepKey{wf, e.Child}
-		s := t.s.flows.steps[k]
-		if s == nil || s.Status != app.StepWaiting || !kinds.Resolves(e.Continue) {
-			continue
-		}
-		c := cloneStep(s)
-		c.Waiting--
-		put(t, t.s.flows.steps, k, c)
-		if c.Waiting == 0 {
-			ready = append(ready, cloneStep(c))
+	for _, parent := range parents {
+		for _, e := range t.s.flows.children[stepKey{wf, parent}] {
+			k := stepKey{wf, e.Child}
+			s := t.s.flows.steps[k]
+			if s == nil || s.Status != app.StepWaiting || !kinds.Resolves(e.Continue) {
+				continue
+			}
+			c := cloneStep(s)
+			c.Waiting--
+			put(t, t.s.flows.steps, k, c)
+			if c.Waiting == 0 {
+				r := cloneStep(c)
+				r.DependsOn = nil
+				ready = append(ready, r)
+			}
 		}
 	}
 	return ready, nil

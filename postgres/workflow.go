@@ -165,45 +165,60 @@ func (w *wtx) SaveWorkflow(wf *app.Workflow) error {
 	return err
 }
 
-// Step implements app.Tx: the row is locked to the commit.
-func (w *wtx) Step(wf int64, name string) (*app.WorkflowStep, error) {
-	s, err := scanStep(w.queryRow(`SELECT `+stepCols("")+` FROM workflow_steps WHERE workflow_id = $1 AND name = $2 FOR UPDATE`, wf, name))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("step %q of workflow %d: %w", name, wf, app.ErrNotFound)
-	}
-	return s, err
+// Steps implements app.Tx: the rows locked in name order, so two
+// transactions locking steps of one workflow wait rather than deadlock.
+func (w *wtx) Steps(wf int64, names []string) ([]*app.WorkflowStep, error) {
+	rows, err := w.query(`SELECT `+stepCols("")+` FROM workflow_steps WHERE workflow_id = $1 AND name = ANY($2)
+		ORDER BY name FOR UPDATE`, wf, names)
+	return collect(rows, err, func(row pgx.Row) (*app.WorkflowStep, error) { return scanStep(row) })
 }
 
-// SaveStep implements app.Tx.
-func (w *wtx) SaveStep(s *app.WorkflowStep) error {
-	tag, err := w.exec(`UPDATE workflow_steps SET status = $1, job_id = $2, waiting = $3, failed = $4, result = $5::json,
-			error = $6, released_at = $7, finished_at = $8
-		WHERE workflow_id = $9 AND name = $10`,
-		string(s.Status), nullID(s.JobID), s.Waiting, s.Failed, rawText(s.Result), clean(s.Error),
-		msPtr(s.ReleasedAt), msPtr(s.FinishedAt), s.WorkflowID, s.Name)
-	if err == nil && tag.RowsAffected() == 0 {
-		err = fmt.Errorf("step %q of workflow %d: %w", s.Name, s.WorkflowID, app.ErrNotFound)
+// SaveSteps implements app.Tx: one UPDATE from arrays.
+func (w *wtx) SaveSteps(steps []*app.WorkflowStep) error {
+	if len(steps) == 0 {
+		return nil
+	}
+	n := len(steps)
+	wfs, names, statuses, jobs := make([]int64, n), make([]string, n), make([]string, n), make([]*int64, n)
+	waiting, failed, results, errTexts := make([]int, n), make([]bool, n), make([]*string, n), make([]string, n)
+	released, finished := make([]*time.Time, n), make([]*time.Time, n)
+	for i, s := range steps {
+		wfs[i], names[i], statuses[i], waiting[i], failed[i] = s.WorkflowID, s.Name, string(s.Status), s.Waiting, s.Failed
+		jobs[i], results[i] = nullID(s.JobID), rawText(s.Result)
+		errTexts[i], released[i], finished[i] = clean(s.Error), msPtr(s.ReleasedAt), msPtr(s.FinishedAt)
+	}
+	tag, err := w.exec(`UPDATE workflow_steps s SET status = u.status, job_id = u.job, waiting = u.waiting, failed = u.failed,
+			result = u.result::json, error = u.error, released_at = u.released, finished_at = u.finished
+		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::int[], $6::bool[], $7::text[], $8::text[],
+			$9::timestamptz[], $10::timestamptz[]) AS u(wf, name, status, job, waiting, failed, result, error, released, finished)
+		WHERE s.workflow_id = u.wf AND s.name = u.name`,
+		wfs, names, statuses, jobs, waiting, failed, results, errTexts, released, finished)
+	if err == nil && tag.RowsAffected() != int64(n) {
+		err = fmt.Errorf("save %d steps: %d stored: %w", n, tag.RowsAffected(), app.ErrNotFound)
 	}
 	return err
 }
 
-// Resolve implements app.Tx: one UPDATE counts the dependency met for
-// every waiting child of parent through an edge kinds resolves; the steps
-// it leaves waiting on nothing come back in the order they were given.
-func (w *wtx) Resolve(wf int64, parent string, kinds app.EdgeKinds) ([]*app.WorkflowStep, error) {
+// Resolve implements app.Tx: one UPDATE counts, for every waiting child
+// of parents, the edges from them that kinds resolves; the steps it leaves
+// waiting on nothing come back in the order they were given.
+func (w *wtx) Resolve(wf int64, parents []string, kinds app.EdgeKinds) ([]*app.WorkflowStep, error) {
 	var cont []bool // the values of continue whose edges kinds resolves
 	for _, c := range []bool{false, true} {
 		if kinds.Resolves(c) {
 			cont = append(cont, c)
 		}
 	}
-	rows, err := w.query(`WITH r AS (
-			UPDATE workflow_steps s SET waiting = s.waiting - 1
-			FROM workflow_edges e
-			WHERE e.workflow_id = $1 AND e.parent = $2 AND e.continue = ANY($3::bool[])
-				AND s.workflow_id = e.workflow_id AND s.name = e.child AND s.status = 'waiting'
+	rows, err := w.query(`WITH c AS (
+			SELECT child, count(*) AS n FROM workflow_edges
+			WHERE workflow_id = $1 AND parent = ANY($2) AND continue = ANY($3::bool[])
+			GROUP BY child),
+		r AS (
+			UPDATE workflow_steps s SET waiting = s.waiting - c.n
+			FROM c
+			WHERE s.workflow_id = $1 AND s.name = c.child AND s.status = 'waiting'
 			RETURNING s.*)
-		SELECT `+stepCols("")+` FROM r WHERE waiting = 0 ORDER BY position`, wf, parent, cont)
+		SELECT `+stepCols("")+` FROM r WHERE waiting = 0 ORDER BY position`, wf, parents, cont)
 	return collect(rows, err, func(row pgx.Row) (*app.WorkflowStep, error) { return scanStep(row) })
 }
 

@@ -148,22 +148,59 @@ func (w *wtx) SaveWorkflow(wf *app.Workflow) error {
 	return err
 }
 
-// Step implements app.Tx.
-func (w *wtx) Step(wf int64, name string) (*app.WorkflowStep, error) {
-	s, err := scanStep(w.queryRow(`SELECT `+stepCols+` FROM workflow_steps WHERE workflow_id = ? AND name = ?`, wf, name))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("step %q of workflow %d: %w", name, wf, app.ErrNotFound)
+// Steps implements app.Tx.
+func (w *wtx) Steps(wf int64, names []string) ([]*app.WorkflowStep, error) {
+	list, err := json.Marshal(names)
+	if err != nil {
+		return nil, err
 	}
-	return s, err
+	rows, err := w.query(`SELECT `+stepCols+` FROM workflow_steps
+		WHERE workflow_id = ? AND name IN (SELECT value FROM json_each(?))`, wf, string(list))
+	return collect(rows, err, scanStep)
 }
 
-// SaveStep implements app.Tx.
-func (w *wtx) SaveStep(s *app.WorkflowStep) error {
-	_, err := w.exec(`UPDATE workflow_steps SET status = ?, job_id = ?, waiting = ?, failed = ?, result = ?, error = ?,
-		released_at = ?, finished_at = ? WHERE workflow_id = ? AND name = ?`,
-		string(s.Status), nullID(s.JobID), s.Waiting, s.Failed, nullRaw(s.Result), s.Error,
-		nullMS(s.ReleasedAt), nullMS(s.FinishedAt), s.WorkflowID, s.Name)
-	return err
+// saveStepCols is the number of values saveStepsSQL binds per step.
+const saveStepCols = 10
+
+// saveStepsSQL[n] stores n steps bound as VALUES rows, n a power of two
+// up to saveStepsChunk (so that few statements are ever prepared); rows
+// of NULLs pad it and match no step.
+var saveStepsSQL = func() map[int]string {
+	qs := map[int]string{}
+	for n := 1; n <= saveStepsChunk; n *= 2 {
+		qs[n] = `UPDATE workflow_steps SET status = v.column3, job_id = v.column4, waiting = v.column5, failed = v.column6,
+			result = v.column7, error = v.column8, released_at = v.column9, finished_at = v.column10
+		FROM (VALUES ` + rows(n, saveStepCols) + `) AS v
+		WHERE workflow_steps.workflow_id = v.column1 AND workflow_steps.name = v.column2`
+	}
+	return qs
+}()
+
+const saveStepsChunk = 128
+
+// SaveSteps implements app.Tx: a statement per 128 steps.
+func (w *wtx) SaveSteps(steps []*app.WorkflowStep) error {
+	for len(steps) > 0 {
+		chunk := steps[:min(len(steps), saveStepsChunk)]
+		steps = steps[len(chunk):]
+		n := completeSize(len(chunk))
+		args := make([]any, 0, saveStepCols*n)
+		for _, s := range chunk {
+			args = append(args, s.WorkflowID, s.Name, string(s.Status), nullID(s.JobID), s.Waiting, s.Failed,
+				nullRaw(s.Result), s.Error, nullMS(s.ReleasedAt), nullMS(s.FinishedAt))
+		}
+		for range n - len(chunk) {
+			args = append(args, make([]any, saveStepCols)...)
+		}
+		res, err := w.exec(saveStepsSQL[n], args...)
+		if err != nil {
+			return err
+		}
+		if got, err := res.RowsAffected(); err != nil || got != int64(len(chunk)) {
+			return fmt.Errorf("save %d steps: %d stored (%v): %w", len(chunk), got, err, app.ErrNotFound)
+		}
+	}
+	return nil
 }
 
 // edgeCond is the condition on workflow_edges of the edges kinds resolves.
@@ -178,12 +215,18 @@ func edgeCond(kinds app.EdgeKinds) string {
 }
 
 // Resolve implements app.Tx: one UPDATE over the waiting children of
-// parent, found by the edges' primary key.
-func (w *wtx) Resolve(wf int64, parent string, kinds app.EdgeKinds) ([]*app.WorkflowStep, error) {
-	rows, err := w.query(`UPDATE workflow_steps SET waiting = waiting - 1
-		WHERE workflow_id = ?1 AND status = 'waiting'
-			AND name IN (SELECT child FROM workflow_edges WHERE workflow_id = ?1 AND parent = ?2`+edgeCond(kinds)+`)
-		RETURNING `+stepCols, wf, parent)
+// parents, each counting the edges from them.
+func (w *wtx) Resolve(wf int64, parents []string, kinds app.EdgeKinds) ([]*app.WorkflowStep, error) {
+	list, err := json.Marshal(parents)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := w.query(`UPDATE workflow_steps SET waiting = waiting - c.n
+		FROM (SELECT child, count(*) AS n FROM workflow_edges
+			WHERE workflow_id = ?1 AND parent IN (SELECT value FROM json_each(?2))`+edgeCond(kinds)+`
+			GROUP BY child) AS c
+		WHERE workflow_steps.workflow_id = ?1 AND workflow_steps.name = c.child AND workflow_steps.status = 'waiting'
+		RETURNING `+stepCols, wf, string(list))
 	steps, err := collect(rows, err, scanStep)
 	if err != nil {
 		return nil, err
