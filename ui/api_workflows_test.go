@@ -373,8 +373,9 @@ func TestWorkflowNotFoundAndBadQueries(t *testing.T) {
 }
 
 // Pages of workflows, newest first, filtered by name.
-func TestWorkflowListPages(t *testing.T) {
-	s := newServer(t, ui.Options{}, false)
+func TestWorkflowListPages(t *testing.T) { onBothStores(t, testWorkflowListPages) }
+
+func testWorkflowListPages(t *testing.T, s *server) {
 	var ids []int64
 	for _, n := range []string{"nightly-etl", "report", "nightly-backup"} {
 		ids = append(ids, s.submitWorkflow(`{"name":"`+n+`","steps":[{"step":"a","kind":"k"}]}`).ID)
