@@ -221,11 +221,17 @@ func (w *wtx) Resolve(wf int64, parents []string, kinds app.EdgeKinds) ([]*app.W
 	if err != nil {
 		return nil, err
 	}
-	rows, err := w.query(`UPDATE workflow_steps SET waiting = waiting - c.n
-		FROM (SELECT child, count(*) AS n FROM workflow_edges
-			WHERE workflow_id = ?1 AND parent IN (SELECT value FROM json_each(?2))`+edgeCond(kinds)+`
-			GROUP BY child) AS c
-		WHERE workflow_steps.workflow_id = ?1 AND workflow_steps.name = c.child AND workflow_steps.status = 'waiting'
+	// Both lookups of edges go by the primary key (workflow, parent,
+	// child): left to itself, SQLite reads every edge and every step of
+	// the workflow for each resolve (NOT INDEXED keeps it off the child
+	// index, the IN keeps it off a scan of the steps).
+	cond := edgeCond(kinds)
+	rows, err := w.query(`UPDATE workflow_steps SET waiting = waiting - (
+			SELECT count(*) FROM workflow_edges AS e NOT INDEXED
+			WHERE e.workflow_id = ?1 AND e.parent IN (SELECT value FROM json_each(?2)) AND e.child = workflow_steps.name`+cond+`)
+		WHERE workflow_id = ?1 AND status = 'waiting' AND name IN (
+			SELECT child FROM workflow_edges NOT INDEXED
+			WHERE workflow_id = ?1 AND parent IN (SELECT value FROM json_each(?2))`+cond+`)
 		RETURNING `+stepCols, wf, string(list))
 	steps, err := collect(rows, err, scanStep)
 	if err != nil {
