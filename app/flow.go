@@ -279,6 +279,7 @@ func CancelWorkflow(ctx context.Context, w Writer, id int64, audit *AuditEntry) 
 		if err := settle(tx, wf); err != nil {
 			return err
 		}
+		tx.Publish(EventWorkflowCancelled, 0, "", "", workflowData(wf)) // settle saw no change: it was set above
 		if _, err := tx.CancelWaiting(id); err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // WorkflowView is a workflow as GET /api/workflows/{id} shows it: its
@@ -38,7 +39,7 @@ func (s *Service) SubmitWorkflow(ctx context.Context, in WorkflowInput) (*Workfl
 	if err != nil {
 		return nil, err
 	}
-	return &WorkflowView{Workflow: wf, Steps: steps, CriticalPath: CriticalPath(steps, s.Clock.Now())}, nil
+	return view(wf, steps, s.Clock.Now()), nil
 }
 
 // GetWorkflow reads workflow id with its steps and critical path.
@@ -47,10 +48,28 @@ func (s *Service) GetWorkflow(ctx context.Context, id int64) (*WorkflowView, err
 	if err != nil {
 		return nil, fmt.Errorf("workflow %d: %w", id, err)
 	}
+	return view(wf, steps, s.Clock.Now()), nil
+}
+
+// view is wf as the API shows it: each step in its State, empty lists as
+// lists, and the critical path as of now.
+func view(wf *Workflow, steps []*WorkflowStep, now time.Time) *WorkflowView {
+	shown(wf)
 	for _, st := range steps {
 		st.Status = StepStatus(st.State())
+		if st.DependsOn == nil {
+			st.DependsOn = []Dependency{}
+		}
 	}
-	return &WorkflowView{Workflow: wf, Steps: steps, CriticalPath: CriticalPath(steps, s.Clock.Now())}, nil
+	return &WorkflowView{Workflow: wf, Steps: steps, CriticalPath: CriticalPath(steps, now)}
+}
+
+// shown gives wf the empty list of tags the API answers for none.
+func shown(wf *Workflow) *Workflow {
+	if wf.Tags == nil {
+		wf.Tags = []string{}
+	}
+	return wf
 }
 
 // WorkflowListInput is GET /api/workflows.
@@ -93,6 +112,9 @@ func (s *Service) ListWorkflows(ctx context.Context, in WorkflowListInput) (*Wor
 	wfs, err := s.Store.ListWorkflows(ctx, f)
 	if err != nil {
 		return nil, fmt.Errorf("list workflows: %w", err)
+	}
+	for _, wf := range wfs {
+		shown(wf)
 	}
 	page := &WorkflowPage{Workflows: wfs}
 	if len(wfs) > want {

@@ -568,6 +568,11 @@ func TestWorkflowEvents(t *testing.T) {
 	if got := strings.Join(until(all, "workflow.done"), " "); !strings.Contains(got, "workflow.submitted") {
 		t.Fatalf("unfiltered stream: %s, want workflow.submitted then workflow.done", got)
 	}
+	a = post("/api/workflows", `{"name":"w2","steps":[{"step":"a","queue":"etl","kind":"k"}]}`)
+	var w2 struct{ ID int64 }
+	json.Unmarshal(a.body, &w2)
+	post(fmt.Sprintf("/api/workflows/%d/cancel", w2.ID), `{}`)
+	until(all, "workflow.cancelled")
 	for name, lines := range map[string]<-chan string{"?queue=etl": etlFilter, "the etl token's": scoped} {
 		got := until(lines, "job.submitted") // the step's job
 		got = append(got, until(lines, "job.submitted")...)
