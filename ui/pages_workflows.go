@@ -74,7 +74,7 @@ type workflowView struct {
 	Elapsed   string
 	CanCancel bool
 	// Critical is the critical path's steps, first to last.
-	Critical []*app.WorkflowStep
+	Critical []stepRow
 	// Graph is nil for a workflow of more than GraphMax steps.
 	Graph    *graph
 	GraphMax int
@@ -84,13 +84,30 @@ type workflowView struct {
 	State  string
 	// Steps is this page of the table: rows From+1 to From+len(Steps) of
 	// Matching.
-	Steps    []*app.WorkflowStep
+	Steps    []stepRow
 	From     int
 	FirstRow int // From+1, as the heading counts
 	Matching int
 	Error    string
 	FirstURL string
 	NextURL  string
+}
+
+// stepRow is a step with the page of its job (stepHref).
+type stepRow struct {
+	*app.WorkflowStep
+	Href string
+}
+
+func stepRows(steps []*app.WorkflowStep) []stepRow {
+	rows := make([]stepRow, len(steps))
+	for i, s := range steps {
+		rows[i] = stepRow{WorkflowStep: s}
+		if s.JobID != 0 {
+			rows[i].Href = stepHref(s)
+		}
+	}
+	return rows
 }
 
 type stateChip struct {
@@ -131,11 +148,13 @@ func (p *pages) workflow(c echo.Context) error {
 		byName[s.Name] = s
 		counts[string(s.Status)]++
 	}
+	var critical []*app.WorkflowStep
 	for _, name := range wf.CriticalPath {
 		if s := byName[name]; s != nil {
-			v.Critical = append(v.Critical, s)
+			critical = append(critical, s)
 		}
 	}
+	v.Critical = stepRows(critical)
 	v.Graph = layoutGraph(wf.Steps, wf.CriticalPath)
 
 	base := "/workflows/" + strconv.FormatInt(id, 10)
@@ -171,7 +190,7 @@ func (p *pages) workflow(c echo.Context) error {
 	}
 	v.Matching = len(rows)
 	v.From = min(v.From, len(rows))
-	v.Steps = rows[v.From:min(v.From+stepsPage, len(rows))]
+	v.Steps = stepRows(rows[v.From:min(v.From+stepsPage, len(rows))])
 	v.FirstRow = v.From + 1
 	pageURL := func(from int) string {
 		f := ""

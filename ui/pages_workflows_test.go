@@ -291,7 +291,11 @@ func TestPagesWorkflowCancel(t *testing.T) {
 	if err != nil || len(audit) != 1 || audit[0].Actor != "local" || audit[0].Target != fmt.Sprintf("workflow %d", d.ID) {
 		t.Fatalf("audit of the cancel: %+v, %v", audit, err)
 	}
-	g := readGraph(t, u.get(wfPath).body)
+	a = u.get(wfPath)
+	if strings.Contains(a.body, "2 of 2") {
+		t.Error("after the cancel step D still reads as waiting on its parents")
+	}
+	g := readGraph(t, a.body)
 	if c, dd := g.Boxes["C"].Class, g.Boxes["D"].Class; !strings.Contains(c, "st-cancelled") || !strings.Contains(dd, "st-cancelled") {
 		t.Errorf("after the cancel: C %q, D %q; want both st-cancelled", c, dd)
 	}
@@ -301,6 +305,38 @@ func TestPagesWorkflowCancel(t *testing.T) {
 	wantBody(t, "confirm after cancel", a, "flash-error", "is cancelled: there is nothing to cancel")
 	a = u.follow(u.post(wfPath+"/cancel", url.Values{"confirm": {"yes"}}))
 	wantBody(t, "second cancel", a, "flash-error")
+}
+
+// A dead step blocks its workflow: the page says so and leads to the
+// step's dead-letter row, where the replay is.
+func TestPagesWorkflowBlocked(t *testing.T) {
+	env := newUIEnv(t, ui.Options{}, false)
+	ctx := t.Context()
+	wv, err := env.svc.SubmitWorkflow(ctx, app.WorkflowInput{Name: "chain", Steps: []app.StepInput{
+		{SubmitInput: app.SubmitInput{Queue: "flows", Kind: "fetch"}, Step: "fetch"},
+		{SubmitInput: app.SubmitInput{Queue: "flows", Kind: "store"}, Step: "store", DependsOn: []app.Dependency{{Step: "fetch"}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := mustClaim(t, env.svc, "flows", 1)[0]
+	if _, err := env.svc.Fail(ctx, j.ID, app.FailInput{Lease: j.Lease, Error: "<i>404</i> from origin", Retry: ptr(false)}); err != nil {
+		t.Fatal(err)
+	}
+	u := newUIClient(t, env.URL)
+	a := u.get(fmt.Sprintf("/workflows/%d", wv.ID))
+	wantStatus(t, "blocked workflow", a, http.StatusOK)
+	dlq := fmt.Sprintf("/dlq/%d", j.ID)
+	wantBody(t, "blocked workflow", a, "badge-blocked", "flash-warn", "Replay it from", `href="`+dlq+`">#`, "&lt;i&gt;404&lt;/i&gt; from origin")
+	g := readGraph(t, a.body)
+	if b := g.Boxes["fetch"]; !strings.Contains(b.Class, "st-dead_letter") || b.Href != dlq || b.State != "dead letter" {
+		t.Errorf("the dead step's box: %+v, want st-dead_letter linking to %s", b, dlq)
+	}
+	if b := g.Boxes["store"]; !strings.Contains(b.Class, "st-waiting") || b.Href != "" {
+		t.Errorf("the step after it: %+v, want waiting, without a link", b)
+	}
+	a = u.get("/workflows?status=blocked")
+	wantBody(t, "blocked list", a, fmt.Sprintf(`href="/workflows/%d"`, wv.ID), `<span class="bad">1</span>`)
 }
 
 // A token that may only read sees the workflow but neither the button nor

@@ -2,8 +2,10 @@ package ui_test
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -69,6 +71,7 @@ func browseWorkflows(t *testing.T, tb *tab, env *uiEnv, d pageDiamond) {
 		for _, s := range v {
 			t.Errorf("%s: Content-Security-Policy violation: %s", name, s)
 		}
+		graphContrast(t, tb, name)
 	}
 	wfPath := fmt.Sprintf("/workflows/%d", d.ID)
 
@@ -156,4 +159,78 @@ func browseWorkflows(t *testing.T, tb *tab, env *uiEnv, d pageDiamond) {
 		t.Error("the cancelled workflow still offers the cancel")
 	}
 	check("workflow-cancelled")
+}
+
+// graphContrast checks the text of each box of the graph against the box's
+// fill as the browser computed them (axe-core leaves SVG text out of its
+// contrast rule): WCAG AA, 4.5:1, for the step's name and its state.
+func graphContrast(t *testing.T, tb *tab, name string) {
+	t.Helper()
+	ctx, cancel := tb.timeout()
+	defer cancel()
+	type box struct{ Class, Fill, Label, State string }
+	boxes, err := chromedp.Run(ctx, chromedp.Evaluate[[]box](`Array.from(document.querySelectorAll("svg.wf-graph .wf-node")).map(function (n) {
+		var fill = function (sel) { return getComputedStyle(n.querySelector(sel)).fill; };
+		return {Class: n.getAttribute("class"), Fill: fill("rect"), Label: fill(".wf-label"), State: fill(".wf-state")};
+	})`))
+	if err != nil {
+		t.Fatalf("read the graph's colours on %s: %v", name, err)
+	}
+	for _, b := range boxes {
+		bg, ok := cssColor(b.Fill)
+		if !ok {
+			t.Errorf("%s: box %q has fill %q", name, b.Class, b.Fill)
+			continue
+		}
+		for what, fg := range map[string]string{"name": b.Label, "state": b.State} {
+			c, ok := cssColor(fg)
+			if r := contrast(c, bg); !ok || r < 4.5 {
+				t.Errorf("%s: box %q: the %s's colour %s on %s has contrast %.2f, want 4.5 or more", name, b.Class, what, fg, b.Fill, r)
+			}
+		}
+	}
+}
+
+// cssColor reads a computed colour, "rgb(r, g, b)" or "color(srgb r g b)"
+// (what color-mix() computes to), as sRGB channels in [0, 1].
+func cssColor(s string) ([3]float64, bool) {
+	var c [3]float64
+	scale := 255.0
+	switch {
+	case strings.HasPrefix(s, "rgb(") || strings.HasPrefix(s, "rgba("):
+		s = s[strings.IndexByte(s, '(')+1:]
+	case strings.HasPrefix(s, "color(srgb "):
+		s, scale = strings.TrimPrefix(s, "color(srgb "), 1
+	default:
+		return c, false
+	}
+	f := strings.FieldsFunc(strings.TrimSuffix(s, ")"), func(r rune) bool { return r == ',' || r == ' ' || r == '/' })
+	if len(f) < 3 || len(f) == 4 && f[3] != "1" {
+		return c, false // translucent: not what a box is
+	}
+	for i := range 3 {
+		v, err := strconv.ParseFloat(f[i], 64)
+		if err != nil {
+			return c, false
+		}
+		c[i] = v / scale
+	}
+	return c, true
+}
+
+// contrast is the WCAG contrast ratio of two sRGB colours.
+func contrast(a, b [3]float64) float64 {
+	lum := func(c [3]float64) float64 {
+		var l [3]float64
+		for i, v := range c {
+			if v <= 0.03928 {
+				l[i] = v / 12.92
+			} else {
+				l[i] = math.Pow((v+0.055)/1.055, 2.4)
+			}
+		}
+		return 0.2126*l[0] + 0.7152*l[1] + 0.0722*l[2]
+	}
+	la, lb := lum(a), lum(b)
+	return (max(la, lb) + 0.05) / (min(la, lb) + 0.05)
 }

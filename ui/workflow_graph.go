@@ -54,7 +54,7 @@ type graphNode struct {
 	TextX     int
 	NameY     int
 	StateY    int
-	Href      string // its job's page, once released
+	Href      string // its job's page (stepHref), once released
 	// Title is the tooltip (state, queue, kind, job, dependencies); a
 	// screen reader names a box's link by it too.
 	Title string
@@ -65,8 +65,11 @@ type graphEdge struct {
 	Parent, Child string
 	X1, Y1        int // the parent's right side, middle
 	X2, Y2        int // the child's left side, middle (the arrow's tip)
-	Path          string
-	Class         string // "wf-edge", with "wf-edge-continue" (dashed) and "wf-edge-critical"
+	// Lanes are the heights at which an edge that skips layers crosses
+	// each layer between its ends: in a gap between boxes, never through one.
+	Lanes []int
+	Path  string
+	Class string // "wf-edge", with "wf-edge-continue" (dashed) and "wf-edge-critical"
 }
 
 // stepStates are the states a step is shown in (app.WorkflowStep.State),
@@ -129,6 +132,7 @@ func layoutGraph(steps []*app.WorkflowStep, critical []string) *graph {
 	// fan-in; ties keep the order the steps were given in.
 	g.Nodes = make([]graphNode, len(steps))
 	mid := make([]float64, len(steps))
+	tops := make([][]int, len(byLayer)) // each layer's boxes' tops, in row order
 	for l, members := range byLayer {
 		if l > 0 {
 			key := make(map[int]float64, len(members))
@@ -161,11 +165,12 @@ func layoutGraph(steps []*app.WorkflowStep, critical []string) *graph {
 				n.Class += " wf-critical"
 			}
 			if s.JobID != 0 {
-				n.Href = "/jobs/" + strconv.FormatInt(s.JobID, 10)
+				n.Href = stepHref(s)
 			}
 			n.Title = stepTitle(s, n.StateText)
 			g.Nodes[i] = n
 			mid[i] = float64(n.Y) + graphBoxH/2
+			tops[l] = append(tops[l], n.Y)
 		}
 	}
 
@@ -179,10 +184,11 @@ func layoutGraph(steps []*app.WorkflowStep, critical []string) *graph {
 			parent := g.Nodes[p]
 			e := graphEdge{Parent: parent.Name, Child: child.Name,
 				X1: parent.X + graphBoxW, Y1: parent.Y + graphBoxH/2, X2: child.X, Y2: child.Y + graphBoxH/2, Class: "wf-edge"}
-			// A cubic curve leaving and entering level, so the arrowhead
-			// (oriented along the path's end) points straight at the box.
-			c := (e.X2 - e.X1) / 2
-			e.Path = fmt.Sprintf("M%d %dC%d %d %d %d %d %d", e.X1, e.Y1, e.X1+c, e.Y1, e.X2-c, e.Y2, e.X2, e.Y2)
+			for l := parent.Layer + 1; l < child.Layer; l++ {
+				at := float64(l-parent.Layer) / float64(child.Layer-parent.Layer)
+				e.Lanes = append(e.Lanes, lane(tops[l], e.Y1+int(at*float64(e.Y2-e.Y1))))
+			}
+			e.Path = edgePath(e, parent.Layer)
 			if d.OnFailure == app.OnFailureContinue {
 				e.Class += " wf-edge-continue"
 			}
@@ -193,6 +199,56 @@ func layoutGraph(steps []*app.WorkflowStep, critical []string) *graph {
 		}
 	}
 	return g
+}
+
+// lane is the height nearest y at which a line crosses a layer whose
+// boxes start at tops without touching one: above the first box, or
+// halfway down a gap below one.
+func lane(tops []int, y int) int {
+	best := tops[0] - graphRowGap/2
+	for _, t := range tops {
+		if c := t + graphBoxH + graphRowGap/2; abs(c-y) < abs(best-y) {
+			best = c
+		}
+	}
+	return best
+}
+
+func abs(n int) int { return max(n, -n) }
+
+// edgePath is e as SVG path data: cubic curves that leave and enter each
+// point level, so the arrowhead (oriented along the path's end) points
+// straight at the child's box, with a straight run across each layer the
+// edge skips, at its lane. from is the parent's layer.
+func edgePath(e graphEdge, from int) string {
+	type pt struct{ x, y int }
+	pts := []pt{{e.X1, e.Y1}}
+	for i, y := range e.Lanes {
+		x := graphPad + (from+1+i)*(graphBoxW+graphColGap)
+		pts = append(pts, pt{x, y}, pt{x + graphBoxW, y})
+	}
+	pts = append(pts, pt{e.X2, e.Y2})
+	var b strings.Builder
+	fmt.Fprintf(&b, "M%d %d", e.X1, e.Y1)
+	for i := 1; i < len(pts); i++ {
+		a, z := pts[i-1], pts[i]
+		if i%2 == 0 { // across a skipped layer
+			fmt.Fprintf(&b, "L%d %d", z.x, z.y)
+			continue
+		}
+		c := (z.x - a.x) / 2
+		fmt.Fprintf(&b, "C%d %d %d %d %d %d", a.x+c, a.y, z.x-c, z.y, z.x, z.y)
+	}
+	return b.String()
+}
+
+// stepHref is the page of s's job: its dead-letter row's, where the
+// replay that unblocks the workflow is, once it dead-lettered.
+func stepHref(s *app.WorkflowStep) string {
+	if s.Status == app.StepDead {
+		return "/dlq/" + strconv.FormatInt(s.JobID, 10)
+	}
+	return "/jobs/" + strconv.FormatInt(s.JobID, 10)
 }
 
 // stepLayers is each step's layer: 0 without dependencies, else one more

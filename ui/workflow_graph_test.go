@@ -59,7 +59,7 @@ func TestLayoutGraphDiamond(t *testing.T) {
 	}{
 		"A": {0, 0, graphPad, graphPad + row/2, "wf-node st-done wf-critical", "/jobs/11"},
 		"B": {1, 0, graphPad + col, graphPad, "wf-node st-processing wf-critical", "/jobs/12"},
-		"C": {1, 1, graphPad + col, graphPad + row, "wf-node st-dead_letter", "/jobs/13"},
+		"C": {1, 1, graphPad + col, graphPad + row, "wf-node st-dead_letter", "/dlq/13"}, // where its replay is
 		"D": {2, 0, graphPad + 2*col, graphPad + row/2, "wf-node st-waiting wf-critical", ""},
 	} {
 		n := nodeOf(t, g, name)
@@ -127,6 +127,59 @@ func TestLayoutGraphLayersAndOrder(t *testing.T) {
 		if strings.Contains(e.Class, "critical") {
 			t.Errorf("edge %s → %s is critical without a critical path", e.Parent, e.Child)
 		}
+	}
+	checkLanes(t, g)
+	// root1 → late skips layers 1 and 2: a straight run across each.
+	for _, e := range g.Edges {
+		if e.Parent == "root1" && e.Child == "late" && (len(e.Lanes) != 2 || strings.Count(e.Path, "L") != 2) {
+			t.Errorf("edge root1 → late: lanes %v, path %q; want a run across each of the 2 layers it skips", e.Lanes, e.Path)
+		}
+	}
+}
+
+// checkLanes wants every edge that skips layers to cross each of them in a
+// gap between boxes, and an edge between neighbouring layers to have no lane.
+func checkLanes(t *testing.T, g *graph) {
+	t.Helper()
+	for _, e := range g.Edges {
+		p, c := nodeOf(t, g, e.Parent), nodeOf(t, g, e.Child)
+		if len(e.Lanes) != c.Layer-p.Layer-1 {
+			t.Errorf("edge %s → %s spans layers %d to %d with %d lanes", e.Parent, e.Child, p.Layer, c.Layer, len(e.Lanes))
+			continue
+		}
+		for i, y := range e.Lanes {
+			for _, n := range g.Nodes {
+				if n.Layer == p.Layer+1+i && y >= n.Y && y <= n.Y+graphBoxH {
+					t.Errorf("edge %s → %s crosses layer %d at %d, through box %s (%d to %d)", e.Parent, e.Child, n.Layer, y, n.Name, n.Y, n.Y+graphBoxH)
+				}
+			}
+			if y <= 0 || y >= g.H {
+				t.Errorf("edge %s → %s crosses layer %d at %d, outside the picture (height %d)", e.Parent, e.Child, p.Layer+1+i, y, g.H)
+			}
+		}
+	}
+}
+
+// Edges that skip layers go round the boxes between, above, below or
+// through the gaps, whatever the shape.
+func TestLayoutGraphLanes(t *testing.T) {
+	steps := []*app.WorkflowStep{step("src", "done", 1)}
+	var parts []string
+	for i := range 7 {
+		n := fmt.Sprintf("p%d", i)
+		parts = append(parts, n)
+		steps = append(steps, step(n, "queued", int64(2+i), "src"))
+	}
+	steps = append(steps, step("gate", "waiting", 0, "p0", "p1"), step("tail", "waiting", 0, "gate"))
+	steps = append(steps, step("sink", "waiting", 0, append(parts[2:], "gate", "src", "tail")...))
+	g := layoutGraph(steps, nil)
+	checkLanes(t, g)
+	skipping := 0
+	for _, e := range g.Edges {
+		skipping += len(e.Lanes)
+	}
+	if skipping < 6 {
+		t.Errorf("only %d layer crossings; the case means to test edges that skip layers", skipping)
 	}
 }
 
