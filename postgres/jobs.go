@@ -421,35 +421,74 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 			rest = append(rest, it)
 		}
 	}
-	known := map[int64]error{} // why an item of rest was not completed
 	if len(rest) > 0 {
 		// The batch has begun to commit: its caller giving up now must not
 		// leave half of it unanswered.
-		errs, err := app.Complete(context.WithoutCancel(ctx), s, rest)
-		if err != nil {
-			return nil, err
-		}
-		for i, it := range rest {
-			if errs[i] == nil {
-				done[it.ID] = it.Lease
-			} else {
-				known[it.ID] = errs[i]
-			}
+		if err := s.completeSteps(context.WithoutCancel(ctx), rest, done); err != nil {
+			return nil, app.WithOperation("complete", mapErr(err))
 		}
 	}
 	// Why an item was not completed is read after the commit: the answer
 	// (lease lost, or no such job) does not change what was written, and the
 	// call answers for what was written even if its caller gave up.
 	errs, err := app.SettleCompletions(items, done, func(id int64) error {
-		if err, ok := known[id]; ok {
-			return err
-		}
 		return fenceErr(s.pool.QueryRow(context.WithoutCancel(ctx), fenceSQL, id), id)
 	})
 	if err != nil {
 		return nil, app.WithOperation("complete", mapErr(err))
 	}
 	return errs, nil
+}
+
+// completeSteps completes the workflow steps among items (those the piped
+// statement leaves alone) in one transaction: one statement for the jobs,
+// then what follows a completion and app.StepsEnded, which releases their
+// dependants by app's rules. It records each job it completed in done.
+func (s *Store) completeSteps(ctx context.Context, items []app.Completion, done map[int64]int64) error {
+	ids, leases, results := make([]int64, len(items)), make([]int64, len(items)), make([]string, len(items))
+	byID := make(map[int64]json.RawMessage, len(items))
+	for i, it := range items {
+		ids[i], leases[i], results[i] = it.ID, it.Lease, rawOrNull(it.Result)
+		byID[it.ID] = it.Result
+	}
+	var completed map[int64]int64
+	err := s.write(ctx, func(w *wtx) error {
+		completed = map[int64]int64{}
+		rows, err := w.query(`UPDATE jobs j SET status = 'done', result = v.result::json, finished_at = $1, updated_at = $1,
+				lease_expires_at = NULL
+			FROM unnest($2::bigint[], $3::bigint[], $4::text[]) AS v(id, lease, result)
+			WHERE j.id = v.id AND j.lease = v.lease AND j.status = 'processing' AND j.workflow_id IS NOT NULL
+			RETURNING j.id, j.lease, j.queue, j.kind, j.started_at, j.workflow_id, j.step`, w.now, ids, leases, results)
+		type row struct {
+			id, lease, wf int64
+			queue, kind   string
+			started       *time.Time
+			step          string
+		}
+		got, err := collect(rows, err, func(r pgx.Row) (x row, err error) {
+			return x, r.Scan(&x.id, &x.lease, &x.queue, &x.kind, &x.started, &x.wf, &x.step)
+		})
+		if err != nil {
+			return err
+		}
+		ends := make([]app.StepEnd, 0, len(got))
+		for _, x := range got {
+			if err := w.Fault(app.FaultComplete, x.id); err != nil {
+				return err
+			}
+			app.Completed(w, x.queue, x.kind, x.id, msPtr(x.started))
+			completed[x.id] = x.lease
+			ends = append(ends, app.StepEnd{Workflow: x.wf, Step: x.step, JobID: x.id, To: app.StepDone, Result: byID[x.id]})
+		}
+		return app.StepsEnded(w, ends)
+	})
+	if err != nil {
+		return err
+	}
+	for id, lease := range completed {
+		done[id] = lease
+	}
+	return nil
 }
 
 // Processing implements app.Tx: it reads and locks job id if it is
