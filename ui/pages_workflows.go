@@ -141,6 +141,9 @@ func (p *pages) workflow(c echo.Context) error {
 	} else {
 		v.Elapsed = shortDuration(now.Sub(wf.CreatedAt))
 		v.Refresh = 5
+		if len(wf.Steps) > graphMaxSteps { // each refresh reads every step
+			v.Refresh = 30
+		}
 	}
 	byName := make(map[string]*app.WorkflowStep, len(wf.Steps))
 	counts := map[string]int{}

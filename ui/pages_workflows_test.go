@@ -388,7 +388,7 @@ func TestPagesWorkflowTooBigToDraw(t *testing.T) {
 	if strings.Contains(a.body, "<svg class=\"wf-graph\"") {
 		t.Fatal("a 321-step workflow is drawn")
 	}
-	wantBody(t, path, a, "This workflow has 321 steps: the graph is drawn for workflows of at most 300.", "321, 200 shown from row 1", `rel="next"`)
+	wantBody(t, path, a, "This workflow has 321 steps: the graph is drawn for workflows of at most 300.", "321, 200 shown from row 1", `rel="next"`, `data-refresh="30"`)
 	seen := map[string]bool{}
 	for pages := 0; path != "" && pages < 5; pages++ {
 		a := u.get(path)
