@@ -279,10 +279,12 @@ var routeRoles = map[string]Role{
 	"POST /api/once/:key/done":      RoleWork,
 	"POST /logout":                  "",
 	// Pages that only ask to confirm an admin action.
-	"GET /dlq/confirm":   RoleAdmin,
-	"HEAD /dlq/confirm":  RoleAdmin,
-	"GET /queues/drain":  RoleAdmin,
-	"HEAD /queues/drain": RoleAdmin,
+	"GET /dlq/confirm":           RoleAdmin,
+	"HEAD /dlq/confirm":          RoleAdmin,
+	"GET /queues/drain":          RoleAdmin,
+	"HEAD /queues/drain":         RoleAdmin,
+	"GET /workflows/:id/cancel":  RoleAdmin,
+	"HEAD /workflows/:id/cancel": RoleAdmin,
 }
 
 func routeRole(c echo.Context) Role {
