@@ -12,7 +12,7 @@ import (
 )
 
 // The one rule for commands that destroy or cancel in bulk (dlq purge and
-// dlq move with a filter, queues drain), written once in confirmCount:
+// dlq move with a filter, queues drain, workflow cancel), written once in confirmCount:
 //
 //   - nothing matches: say so and exit 0, without asking;
 //   - --yes: go ahead without asking;
