@@ -29,6 +29,8 @@ lint: ## gofmt, go vet and staticcheck
 
 bench: ## Benchmarks: the store's, then queue beside River and goqite (bench/, ~15 min; BENCH_ARGS="-short" or see docs/benchmarks.md)
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./sqlite/
+	@if [ -n "$$QUEUE_TEST_POSTGRES_DSN" ]; then $(GO) test -run '^$$' -bench Workflow -benchtime 3x ./postgres/; \
+		else echo "QUEUE_TEST_POSTGRES_DSN is not set: the PostgreSQL workflow benchmark is skipped"; fi
 	@if [ -f bench/go.mod ]; then cd bench && $(GO) run . $(BENCH_ARGS); fi
 
 SOAK_DURATION ?= 10m
