@@ -103,6 +103,7 @@ func migrateStore(c *cli.Context, from, to string, batch int) error {
 			return fmt.Errorf("copy: %s: read %d rows, wrote %d; nothing was copied, the target is unchanged", t, sum.Rows[t], copied[t])
 		}
 	}
+	im.Reserve("workflows", sum.MaxWorkflowID)
 	if err := im.Commit(ctx, sum.MaxJobID); err != nil {
 		return fmt.Errorf("copy: %w", err)
 	}
@@ -119,8 +120,8 @@ func migrateStore(c *cli.Context, from, to string, batch int) error {
 		return fmt.Errorf("after the copy PostgreSQL holds %d jobs and %d dead-letter rows, the source %d and %d",
 			jobs, dead, sum.Rows["jobs"], sum.Rows["dead_letter_jobs"])
 	}
-	fmt.Fprintf(out, "copied %d jobs, %d dead-letter rows, %d queues, %d periodic fires, %d once records, %d audit entries, %d events in %s\n",
-		jobs, dead, sum.Rows["queues"], sum.Rows["periodic_fires"], sum.Rows["once_records"], sum.Rows["audit"], sum.Rows["events"],
+	fmt.Fprintf(out, "copied %d jobs, %d dead-letter rows, %d workflows (%d steps), %d queues, %d periodic fires, %d once records, %d audit entries, %d events in %s\n",
+		jobs, dead, sum.Rows["workflows"], sum.Rows["workflow_steps"], sum.Rows["queues"], sum.Rows["periodic_fires"], sum.Rows["once_records"], sum.Rows["audit"], sum.Rows["events"],
 		time.Since(start).Round(time.Millisecond))
 	fmt.Fprintf(out, "next job id > %d. Start the servers with --db %s (keep %s as a backup; do not serve it again)\n",
 		sum.MaxJobID, redactDSN(to), from)

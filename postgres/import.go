@@ -57,6 +57,14 @@ func (s *Store) BeginImport(ctx context.Context) (*Importer, error) {
 		im.Rollback(ctx)
 		return nil, fmt.Errorf("import: %w", mapErr(err))
 	}
+	// workflow_edges has no order (a step's depends_on does): the edges'
+	// ord waits here until Commit, when every edge of a step has come,
+	// whatever batches they came in.
+	if _, err := tx.Exec(ctx, `CREATE TEMP TABLE import_edges (workflow_id bigint, child text, parent text, continue boolean, ord integer)
+		ON COMMIT DROP`); err != nil {
+		im.Rollback(ctx)
+		return nil, fmt.Errorf("import: %w", mapErr(err))
+	}
 	return im, nil
 }
 
@@ -64,6 +72,13 @@ func (s *Store) BeginImport(ctx context.Context) (*Importer, error) {
 func (im *Importer) Add(ctx context.Context, b app.Rows) error {
 	if err := im.jobs(ctx, b.Jobs); err != nil {
 		return fmt.Errorf("import jobs: %w", mapErr(err))
+	}
+	specs := make([]string, len(b.Steps))
+	for i, r := range b.Steps {
+		var err error
+		if _, specs[i], err = stepDoc(r.Step); err != nil {
+			return fmt.Errorf("import workflow_steps: workflow %d: %w", r.Step.WorkflowID, err)
+		}
 	}
 	steps := []struct {
 		table string
@@ -73,6 +88,25 @@ func (im *Importer) Add(ctx context.Context, b app.Rows) error {
 		id    func(i int) int64
 	}{
 		{"dead_letter_jobs", deadColumns, len(b.Dead), func(i int) []any { return deadRow(b.Dead[i]) }, nil},
+		{"workflows", []string{"id", "name", "tags", "status", "step_count", "done_count", "failed_count", "created_at", "updated_at", "finished_at"},
+			len(b.Workflows), func(i int) []any {
+				w := b.Workflows[i]
+				return []any{w.ID, clean(w.Name), tags(w.Tags), string(w.Status), w.StepCount, w.DoneCount, w.FailedCount,
+					ms(w.CreatedAt), ms(w.UpdatedAt), msPtr(w.FinishedAt)}
+			}, func(i int) int64 { return b.Workflows[i].ID }},
+		// depends_on is left to Commit, which has every edge by then.
+		{"workflow_steps", []string{"workflow_id", "name", "position", "queue", "kind", "status", "job_id", "waiting", "failed",
+			"result", "error", "spec", "payload", "released_at", "finished_at"}, len(b.Steps),
+			func(i int) []any {
+				s, pos := b.Steps[i].Step, b.Steps[i].Position
+				return []any{s.WorkflowID, s.Name, pos, s.Queue, s.Kind, string(s.Status), nullID(s.JobID), s.Waiting, s.Failed,
+					rawText(s.Result), clean(s.Error), specs[i], rawOrNull(s.Job.Payload), msPtr(s.ReleasedAt), msPtr(s.FinishedAt)}
+			}, nil},
+		{"workflow_edges", []string{"workflow_id", "parent", "child", "continue"}, len(b.Edges),
+			func(i int) []any {
+				e := b.Edges[i]
+				return []any{e.WorkflowID, e.Parent, e.Child, e.Continue}
+			}, nil},
 		{"periodic_fires", []string{"entry", "fire_at", "job_id", "created_at"}, len(b.Fires),
 			func(i int) []any {
 				f := b.Fires[i]
@@ -112,6 +146,16 @@ func (im *Importer) Add(ctx context.Context, b app.Rows) error {
 			return fmt.Errorf("import %s: %w", st.table, mapErr(err))
 		}
 		im.rows[st.table] += n
+	}
+	if len(b.Edges) > 0 {
+		_, err := im.tx.CopyFrom(ctx, pgx.Identifier{"import_edges"}, []string{"workflow_id", "child", "parent", "continue", "ord"},
+			pgx.CopyFromSlice(len(b.Edges), func(i int) ([]any, error) {
+				e := b.Edges[i]
+				return []any{e.WorkflowID, e.Child, e.Parent, e.Continue, e.Ord}, nil
+			}))
+		if err != nil {
+			return fmt.Errorf("import workflow_edges: %w", mapErr(err))
+		}
 	}
 	for _, q := range b.Queues {
 		if _, err := im.tx.Exec(ctx, `INSERT INTO queues (name, paused, paused_at) VALUES ($1, $2, $3)
@@ -187,19 +231,36 @@ func (im *Importer) jobs(ctx context.Context, jobs []*app.Job) error {
 	return nil
 }
 
+// Reserve keeps the ids of table ("jobs", "workflows", "audit" or
+// "events") up to top from being handed out after the copy: the source
+// handed them out to rows deleted since, which other rows (a dead-letter
+// row, an audit entry) may still name. Commit applies it.
+func (im *Importer) Reserve(table string, top int64) { im.maxID[table] = max(im.maxID[table], top) }
+
 // Rows counts the rows copied so far, per table.
 func (im *Importer) Rows() map[string]int64 { return maps.Clone(im.rows) }
 
-// Commit moves the id sequences past the highest ids copied (and past
+// Commit writes each copied step's depends_on from the copied edges, moves
+// the id sequences past the highest ids copied or reserved (and past
 // maxJobID, the highest job id the source ever handed out, so no id is
-// ever used twice), commits the copy, and refreshes the planner's
+// ever used twice; workflows also past every workflow_id a job or
+// dead-letter row names), commits the copy, and refreshes the planner's
 // statistics of the filled tables.
 func (im *Importer) Commit(ctx context.Context, maxJobID int64) error {
 	if im.done {
 		return errors.New("import: already finished")
 	}
 	defer im.finish()
+	if err := im.dependsOn(ctx); err != nil {
+		im.tx.Rollback(context.WithoutCancel(ctx))
+		return err
+	}
 	if err := im.setval(ctx, "jobs", max(maxJobID, im.maxID["jobs"]), `SELECT max(id) FROM dead_letter_jobs`); err != nil {
+		im.tx.Rollback(context.WithoutCancel(ctx))
+		return err
+	}
+	if err := im.setval(ctx, "workflows", im.maxID["workflows"], `SELECT max(v) FROM (
+			SELECT max(workflow_id) AS v FROM jobs UNION ALL SELECT max(workflow_id) FROM dead_letter_jobs) m`); err != nil {
 		im.tx.Rollback(context.WithoutCancel(ctx))
 		return err
 	}
@@ -212,8 +273,36 @@ func (im *Importer) Commit(ctx context.Context, maxJobID int64) error {
 	if err := im.tx.Commit(ctx); err != nil {
 		return fmt.Errorf("import: commit: %w", mapErr(err))
 	}
-	if _, err := im.s.pool.Exec(ctx, `ANALYZE jobs, dead_letter_jobs, events`); err != nil {
+	if _, err := im.s.pool.Exec(ctx, `ANALYZE jobs, dead_letter_jobs, workflows, workflow_steps, workflow_edges, events`); err != nil {
 		im.s.log.Warn().Err(err).Msg("import: analyze")
+	}
+	return nil
+}
+
+// dependsOn writes the depends_on of every step that has copied edges, in
+// the edges' ord, as the text InsertWorkflow stores: json.Marshal of the
+// []app.Dependency. to_json escapes a step name as encoding/json does, as
+// names are only of the characters app.ValidateKind allows. An edge whose
+// step was not copied fails the import: its dependency would be lost.
+func (im *Importer) dependsOn(ctx context.Context) error {
+	if im.rows["workflow_edges"] == 0 {
+		return nil
+	}
+	var children, set int64
+	err := im.tx.QueryRow(ctx, `WITH d AS (
+			SELECT workflow_id, child, '[' || string_agg('{"step":' || to_json(parent)::text
+				|| CASE WHEN continue THEN ',"on_failure":' || to_json($1::text)::text ELSE '' END || '}', ',' ORDER BY ord) || ']' AS deps
+			FROM import_edges GROUP BY workflow_id, child),
+		u AS (
+			UPDATE workflow_steps s SET depends_on = d.deps::json FROM d
+			WHERE s.workflow_id = d.workflow_id AND s.name = d.child
+			RETURNING 1)
+		SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM u)`, app.OnFailureContinue).Scan(&children, &set)
+	if err != nil {
+		return fmt.Errorf("import: depends_on of the steps: %w", mapErr(err))
+	}
+	if set != children {
+		return fmt.Errorf("import: edges name %d steps, %d of them copied", children, set)
 	}
 	return nil
 }

@@ -1,10 +1,12 @@
 package postgres
 
 import (
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -30,6 +32,7 @@ func copyFromSQLite(t *testing.T, src *sqlite.Store, dst *Store, size int) (sqli
 		return sum, nil, err
 	}
 	rows := im.Rows()
+	im.Reserve("workflows", sum.MaxWorkflowID)
 	return sum, rows, im.Commit(t.Context(), sum.MaxJobID)
 }
 
@@ -272,5 +275,313 @@ func TestExportRefusesWhileServed(t *testing.T) {
 	var le *sqlite.LockedError
 	if !errors.As(err, &le) {
 		t.Fatalf("export while served: %v, want a LockedError", err)
+	}
+}
+
+// copiedStep is step name in queue after deps; its payload has spaces, < and
+// &, which its job must get byte for byte.
+func copiedStep(queue, name string, deps ...app.Dependency) app.StepInput {
+	return app.StepInput{SubmitInput: app.SubmitInput{Queue: queue, Kind: "k", Payload: wfPayload(name)}, Step: name, DependsOn: deps}
+}
+
+func wfPayload(name string) json.RawMessage {
+	return json.RawMessage(`{"step": "` + name + `",  "html": "<b>&"}`)
+}
+
+// wfResult is step name's result, kept byte for byte too.
+func wfResult(name string) json.RawMessage {
+	return json.RawMessage(`{"from": "` + name + `",  "lt": "<"}`)
+}
+
+// fillWorkflows adds to the SQLite database at path a running diamond (A
+// done; B and C released; D waiting on C and B, in that order), a
+// finished workflow (X dead-lettered, replayed and done; Z after Y and
+// after X with on_failure continue), a running one whose step Q waits on
+// P with on_failure continue, and a workflow with the highest id that
+// retention deleted. It returns their ids.
+func fillWorkflows(t *testing.T, path string, clock *app.FakeClock) (diamond, etl, cont, gone int64) {
+	t.Helper()
+	s, err := sqlite.Open(t.Context(), path, sqlite.Options{StoreOptions: app.StoreOptions{Clock: clock, Log: zerolog.Nop()}, Sync: "normal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	svc := app.NewService(s, nil, clock, nil, zerolog.Nop())
+	submit := func(in app.WorkflowInput) int64 {
+		v, err := svc.SubmitWorkflow(ctx, in)
+		if err != nil {
+			t.Fatalf("SubmitWorkflow(%s): %v", in.Name, err)
+		}
+		return v.ID
+	}
+	dep := func(name string) app.Dependency { return app.Dependency{Step: name} }
+	orFail := app.Dependency{Step: "X", OnFailure: app.OnFailureContinue}
+	diamond = submit(app.WorkflowInput{Name: "diamond", Tags: []string{"nightly"}, Steps: []app.StepInput{
+		copiedStep("wf", "A"), copiedStep("wf", "B", dep("A")), copiedStep("wf", "C", dep("A")), copiedStep("wf", "D", dep("C"), dep("B"))}})
+	etl = submit(app.WorkflowInput{Name: "etl", Steps: []app.StepInput{copiedStep("etl", "X"), copiedStep("etl", "Y"),
+		copiedStep("etl", "Z", dep("Y"), orFail)}})
+	orFail.Step = "P"
+	cont = submit(app.WorkflowInput{Name: "cont", Steps: []app.StepInput{copiedStep("cont", "P"), copiedStep("cont", "Q", orFail)}})
+	gone = submit(app.WorkflowInput{Name: "gone", Steps: []app.StepInput{copiedStep("gone", "G")}})
+	claim := func(queue string, want int) map[string]*app.Job {
+		t.Helper()
+		jobs, err := svc.Claim(ctx, queue, app.ClaimInput{WorkerID: "w1", Limit: 10})
+		if err != nil || len(jobs) != want {
+			t.Fatalf("Claim(%s) = %d jobs, %v; want %d", queue, len(jobs), err, want)
+		}
+		out := map[string]*app.Job{}
+		for _, j := range jobs {
+			out[j.Step] = j
+		}
+		return out
+	}
+	complete := func(jobs map[string]*app.Job) {
+		t.Helper()
+		for _, j := range jobs {
+			if err := svc.Complete(ctx, j.ID, j.Lease, wfResult(j.Step)); err != nil {
+				t.Fatalf("Complete(%s): %v", j.Step, err)
+			}
+		}
+	}
+	complete(claim("gone", 1))
+	clock.Advance(48 * time.Hour)
+	xy := claim("etl", 2)
+	complete(map[string]*app.Job{"Y": xy["Y"]})
+	if r, err := app.Fail(ctx, s, app.FailRequest{ID: xy["X"].ID, Lease: xy["X"].Lease, Error: "boom"}); err != nil || r.Outcome != app.OutcomeDeadLettered {
+		t.Fatalf("fail X: %+v %v", r, err)
+	}
+	if _, err := app.Replay(ctx, s, app.ReplayRequest{Filter: app.DeadFilter{IDs: []int64{xy["X"].ID}}}); err != nil {
+		t.Fatal(err)
+	}
+	complete(claim("etl", 2)) // X again, and Z, released by X's failure
+	if n, err := s.DeleteOld(ctx, app.DeleteOldRequest{What: app.OldWorkflows, Before: clock.Now().Add(-24 * time.Hour), Limit: 10}); err != nil || n != 1 {
+		t.Fatalf("delete workflow gone: %d, %v", n, err)
+	}
+	complete(claim("wf", 1))
+	return diamond, etl, cont, gone
+}
+
+// Moving a SQLite database to PostgreSQL keeps its workflows: each step as
+// it was (depends_on in order, on_failure, payload byte for byte), a
+// running workflow goes on where it stood (a waiting step is released when
+// its last parent completes, with the parents' results, or when a parent
+// it depends on with on_failure continue fails), finished ones are found
+// by workflow retention with their jobs, and workflow ids go on above the
+// highest SQLite ever handed out.
+func TestImportFromSQLiteKeepsWorkflows(t *testing.T) {
+	testDSN(t)
+	path := filepath.Join(t.TempDir(), "queue.db")
+	clock := app.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 123e6, time.UTC))
+	diamond, etl, cont, gone := fillWorkflows(t, path, clock)
+	src, err := sqlite.Open(t.Context(), path, sqlite.Options{ReadOnly: true, StoreOptions: app.StoreOptions{Clock: clock}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst := mustOpen(t, Options{StoreOptions: app.StoreOptions{Clock: clock}})
+	// Batches of 3 split the steps of a workflow, and D's edges, between batches.
+	sum, rows, err := copyFromSQLite(t, src, dst, 3)
+	if err != nil {
+		t.Fatalf("copy: %v", err)
+	}
+	for table, want := range map[string]int64{"workflows": 3, "workflow_steps": 9, "workflow_edges": 7} {
+		if sum.Rows[table] != want || rows[table] != want {
+			t.Errorf("%s: %d rows exported, %d imported; want %d", table, sum.Rows[table], rows[table], want)
+		}
+	}
+	ctx := t.Context()
+	db := adminConn(t, dst)
+	lite, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lite.Close()
+	failed := 0
+	for _, id := range []int64{diamond, etl, cont} {
+		ww, ws, err := src.GetWorkflow(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gw, gs, err := dst.GetWorkflow(ctx, id)
+		if err != nil {
+			t.Fatalf("GetWorkflow(%d) after the copy: %v", id, err)
+		}
+		if w, g := asJSON(t, ww), asJSON(t, gw); w != g {
+			t.Errorf("workflow %d differs:\nsqlite   %s\npostgres %s", id, w, g)
+		}
+		if len(gs) != len(ws) {
+			t.Fatalf("workflow %d: %d steps copied, want %d", id, len(gs), len(ws))
+		}
+		for i, w := range ws {
+			g := gs[i]
+			if a, b := asJSON(t, w), asJSON(t, g); a != b {
+				t.Errorf("step %s of workflow %d differs:\nsqlite   %s\npostgres %s", w.Name, id, a, b)
+			}
+			if a, b := asJSON(t, w.Job), asJSON(t, g.Job); a != b || w.Failed != g.Failed {
+				t.Errorf("step %s of workflow %d: job %s failed %v, want %s failed %v", w.Name, id, b, g.Failed, a, w.Failed)
+			}
+			failed += btoi(g.Failed)
+			if string(g.Job.Payload) != string(wfPayload(w.Name)) {
+				t.Errorf("step %s of workflow %d: payload %s, want it byte for byte: %s", w.Name, id, g.Job.Payload, wfPayload(w.Name))
+			}
+			// As stored: the spec and payload byte for byte, depends_on as
+			// the text a PostgreSQL store writes itself.
+			var wspec, wpayload, gspec, gpayload, deps string
+			if err := lite.QueryRowContext(ctx, `SELECT spec, payload FROM workflow_steps WHERE workflow_id = ? AND name = ?`, id, w.Name).Scan(&wspec, &wpayload); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.QueryRow(ctx, `SELECT spec::text, payload::text, depends_on::text FROM workflow_steps WHERE workflow_id = $1 AND name = $2`,
+				id, w.Name).Scan(&gspec, &gpayload, &deps); err != nil {
+				t.Fatal(err)
+			}
+			if gspec != wspec || gpayload != wpayload {
+				t.Errorf("step %s of workflow %d stored spec %s payload %s, want %s and %s", w.Name, id, gspec, gpayload, wspec, wpayload)
+			}
+			if deps != asJSON(t, w.DependsOn) {
+				t.Errorf("step %s of workflow %d: depends_on %s, want %s", w.Name, id, deps, asJSON(t, w.DependsOn))
+			}
+		}
+	}
+	if failed != 1 {
+		t.Errorf("%d steps marked failed after the copy, want 1 (X)", failed)
+	}
+
+	// The running workflows go on on PostgreSQL.
+	clock.Advance(time.Minute)
+	svc := app.NewService(dst, nil, clock, nil, zerolog.Nop())
+	claim := func(queue string) map[string]*app.Job {
+		t.Helper()
+		jobs, err := svc.Claim(ctx, queue, app.ClaimInput{WorkerID: "w2", Limit: 10})
+		if err != nil {
+			t.Fatalf("Claim(%s): %v", queue, err)
+		}
+		out := map[string]*app.Job{}
+		for _, j := range jobs {
+			out[j.Step] = j
+		}
+		return out
+	}
+	complete := func(j *app.Job) {
+		t.Helper()
+		if err := svc.Complete(ctx, j.ID, j.Lease, wfResult(j.Step)); err != nil {
+			t.Fatalf("Complete(%s): %v", j.Step, err)
+		}
+	}
+	bc := claim("wf")
+	if len(bc) != 2 || bc["B"] == nil || bc["C"] == nil {
+		t.Fatalf("claimed %d steps after the copy, want B and C", len(bc))
+	}
+	if p := bc["B"].Parents; len(p) != 1 || p[0].Step != "A" || string(p[0].Result) != string(wfResult("A")) {
+		t.Fatalf("B's parents after the copy: %+v", p)
+	}
+	complete(bc["B"])
+	if got := claim("wf"); len(got) != 0 {
+		t.Fatalf("claimed %d steps before C completed", len(got))
+	}
+	complete(bc["C"])
+	d := claim("wf")["D"]
+	if d == nil {
+		t.Fatal("D was not released when B and C completed")
+	}
+	if string(d.Payload) != string(wfPayload("D")) {
+		t.Errorf("D's payload %s, want it byte for byte: %s", d.Payload, wfPayload("D"))
+	}
+	var parents []string
+	for _, p := range d.Parents {
+		parents = append(parents, p.Step+" "+string(p.Result))
+	}
+	if want := []string{"C " + string(wfResult("C")), "B " + string(wfResult("B"))}; !slices.Equal(parents, want) {
+		t.Errorf("D's parents %q, want %q (its depends_on order)", parents, want)
+	}
+	complete(d)
+	if wf, _, err := dst.GetWorkflow(ctx, diamond); err != nil || wf.Status != app.WorkflowDone || wf.DoneCount != 4 || wf.FinishedAt == nil {
+		t.Fatalf("diamond after D: %+v %v, want done", wf, err)
+	}
+	p := claim("cont")["P"]
+	if p == nil {
+		t.Fatal("P of the running workflow cont was not claimable after the copy")
+	}
+	if r, err := app.Fail(ctx, dst, app.FailRequest{ID: p.ID, Lease: p.Lease, Error: "boom"}); err != nil || r.Outcome != app.OutcomeDeadLettered {
+		t.Fatalf("fail P: %+v %v", r, err)
+	}
+	if q := claim("cont")["Q"]; q == nil || len(q.Parents) != 1 || q.Parents[0].Status != app.StepDead {
+		t.Fatalf("Q after P dead-lettered: %+v, want it released (on_failure continue) with P dead_letter", q)
+	}
+
+	// Workflow retention finds the finished copied workflows and takes their jobs.
+	if n, err := dst.DeleteOld(ctx, app.DeleteOldRequest{What: app.OldWorkflows, Before: clock.Now().Add(time.Second), Limit: 10}); err != nil || n != 2 {
+		t.Fatalf("workflow retention after the copy: %d, %v; want 2", n, err)
+	}
+	for _, id := range []int64{diamond, etl} {
+		if n, err := dst.CountJobs(ctx, app.JobFilter{Workflow: id}); err != nil || n != 0 {
+			t.Fatalf("%d jobs of workflow %d left (%v) after it was deleted", n, id, err)
+		}
+	}
+	// New ids start above the highest the source ever used.
+	v, err := svc.SubmitWorkflow(ctx, app.WorkflowInput{Name: "next", Steps: []app.StepInput{copiedStep("wf", "N")}})
+	if err != nil {
+		t.Fatalf("first workflow after the copy: %v", err)
+	}
+	if v.ID <= gone {
+		t.Fatalf("first workflow after the copy got id %d; the source used up to %d", v.ID, gone)
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Edges of a step that was not copied fail the import: their dependency
+// would be lost.
+func TestImportRefusesEdgesWithoutTheirStep(t *testing.T) {
+	s := mustOpen(t, Options{})
+	now := s.now()
+	im, err := s.BeginImport(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer im.Rollback(t.Context())
+	err = im.Add(t.Context(), app.Rows{
+		Workflows: []*app.Workflow{{ID: 1, Name: "w", Status: app.WorkflowRunning, StepCount: 1, CreatedAt: now, UpdatedAt: now}},
+		Steps: []app.StepRecord{{Step: &app.WorkflowStep{WorkflowID: 1, Name: "A", Queue: "q", Kind: "k", Status: app.StepReleased,
+			JobID: 1, Job: app.StepJob{Queue: "q", Kind: "k", Payload: json.RawMessage(`1`), MaxAttempts: 1}}}},
+		Edges: []app.EdgeRecord{{WorkflowID: 1, WorkflowEdge: app.WorkflowEdge{Parent: "A", Child: "B"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := im.Commit(t.Context(), 0); err == nil {
+		t.Fatal("Commit of an edge whose step was not copied succeeded")
+	}
+	var n int
+	if err := adminConn(t, s).QueryRow(t.Context(), `SELECT count(*) FROM workflows`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d workflows (%v) after the refused import, want none", n, err)
+	}
+}
+
+// A copy without Reserve still starts workflow ids above every workflow a
+// copied dead-letter row names: a replay of that row must not land in
+// another workflow.
+func TestImportStartsWorkflowsAboveTheirDeadLetterRows(t *testing.T) {
+	s := mustOpen(t, Options{})
+	now := s.now()
+	im, err := s.BeginImport(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer im.Rollback(t.Context())
+	if err := im.Add(t.Context(), app.Rows{Dead: []*app.DeadJob{{ID: 2, Queue: "wf", Kind: "k", Payload: json.RawMessage(`1`),
+		Reason: app.ReasonMaxAttempts, OriginalCreatedAt: now, MovedAt: now, WorkflowID: 9, Step: "B"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := im.Commit(t.Context(), 2); err != nil {
+		t.Fatal(err)
+	}
+	if v := submitWorkflow(t, s, app.WorkflowInput{Name: "next", Steps: []app.StepInput{wfStep("A")}}); v.ID <= 9 {
+		t.Fatalf("first workflow after the copy got id %d; a dead-letter row names workflow 9", v.ID)
 	}
 }

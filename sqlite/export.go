@@ -19,15 +19,19 @@ type ExportSummary struct {
 	// jobs deleted since): the next store must start above it, so no id is
 	// ever used twice.
 	MaxJobID int64
+	// MaxWorkflowID is the same for workflows: dead-letter rows and audit
+	// entries may name a workflow that retention has deleted since.
+	MaxWorkflowID int64
 }
 
 // ExportTables lists the tables Export copies, in the order it reads them.
-var ExportTables = []string{"jobs", "dead_letter_jobs", "queues", "periodic_fires", "once_records", "audit", "events"}
+var ExportTables = []string{"jobs", "dead_letter_jobs", "workflows", "workflow_steps", "workflow_edges", "queues", "periodic_fires", "once_records", "audit", "events"}
 
 // Export reads every job (with status, attempts, lease and errors), every
-// dead-letter row, the queue state, periodic fire records, once records,
-// audit entries and lifecycle events, table by table in id (or key) order,
-// and hands them to fn in batches of up to size rows (if size is not
+// dead-letter row, the workflows (their steps in order, then their
+// edges), the queue state, periodic fire records, once records, audit
+// entries and lifecycle events, table by table in id (or key) order, and
+// hands them to fn in batches of up to size rows (if size is not
 // positive, 1000). It reads one snapshot, so the copy is consistent. It
 // takes the server lock beside the file first and fails with *LockedError
 // while a server runs on the database: stop it, so nothing changes after
@@ -61,6 +65,12 @@ func (s *Store) Export(ctx context.Context, size int, fn func(app.Rows) error) (
 		return sum, fmt.Errorf("export %s: highest job id: %w", s.path, mapErr(err))
 	}
 	sum.MaxJobID = seq.Int64
+	if err := tx.QueryRowContext(ctx, `SELECT max(v) FROM (
+			SELECT seq AS v FROM sqlite_sequence WHERE name = 'workflows' UNION ALL SELECT max(id) FROM workflows
+			UNION ALL SELECT max(workflow_id) FROM jobs UNION ALL SELECT max(workflow_id) FROM dead_letter_jobs)`).Scan(&seq); err != nil {
+		return sum, fmt.Errorf("export %s: highest workflow id: %w", s.path, mapErr(err))
+	}
+	sum.MaxWorkflowID = seq.Int64
 	for _, t := range exports {
 		var total int64
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+t.table).Scan(&total); err != nil {
@@ -124,6 +134,13 @@ var exports = []struct {
 }{
 	{"jobs", `SELECT ` + jobCols + ` FROM jobs ORDER BY id`, into(scanJob, func(b *app.Rows) *[]*app.Job { return &b.Jobs })},
 	{"dead_letter_jobs", `SELECT ` + deadCols + ` FROM dead_letter_jobs ORDER BY id`, into(scanDead, func(b *app.Rows) *[]*app.DeadJob { return &b.Dead })},
+	// Steps in their workflow's order and edges after them: an import can
+	// rebuild each step's depends_on from the edges' ord once it has them all.
+	{"workflows", `SELECT ` + workflowCols + ` FROM workflows ORDER BY id`, into(scanWorkflow, func(b *app.Rows) *[]*app.Workflow { return &b.Workflows })},
+	{"workflow_steps", `SELECT position, ` + stepCols + ` FROM workflow_steps ORDER BY workflow_id, position`,
+		into(scanStepRecord, func(b *app.Rows) *[]app.StepRecord { return &b.Steps })},
+	{"workflow_edges", `SELECT workflow_id, parent, child, continue, ord FROM workflow_edges ORDER BY workflow_id, parent, child`,
+		into(scanEdgeRecord, func(b *app.Rows) *[]app.EdgeRecord { return &b.Edges })},
 	{"queues", `SELECT name, paused, paused_at FROM queues ORDER BY name`, into(scanQueue, func(b *app.Rows) *[]app.QueueState { return &b.Queues })},
 	{"periodic_fires", `SELECT entry, fire_at, job_id, created_at FROM periodic_fires ORDER BY entry, fire_at`, into(scanFire, func(b *app.Rows) *[]app.FireRecord { return &b.Fires })},
 	{"once_records", `SELECT ` + onceCols + ` FROM once_records ORDER BY key`, into(scanOnce, func(b *app.Rows) *[]*app.OnceRecord { return &b.Once })},
@@ -150,4 +167,18 @@ func scanFire(sc scanner) (f app.FireRecord, err error) {
 		f.JobID = &jobID.Int64
 	}
 	return f, err
+}
+
+func scanStepRecord(sc scanner) (rec app.StepRecord, err error) {
+	var r stepRow
+	if err := sc.Scan(append([]any{&rec.Position}, r.dest()...)...); err != nil {
+		return rec, err
+	}
+	rec.Step, err = r.step()
+	return rec, err
+}
+
+func scanEdgeRecord(sc scanner) (e app.EdgeRecord, err error) {
+	err = sc.Scan(&e.WorkflowID, &e.Parent, &e.Child, &e.Continue, &e.Ord)
+	return e, err
 }
