@@ -22,8 +22,9 @@ func migrateStoreCommand() *cli.Command {
 		UsageText: "queue migrate-store --from queue.db --to postgres://...\n\n" +
 			"Example:\n  systemctl stop queue\n  queue migrate-store --from /var/lib/queue/queue.db --to 'postgres://queue:secret@db.internal:5432/queue'\n\n" +
 			"Stop the server on the SQLite file first (migrate-store refuses while it runs). It copies jobs (same ids,\n" +
-			"every field: status, attempts, lease, errors, ...), dead-letter rows, queue state (paused), periodic fire\n" +
-			"records, once records, audit entries and lifecycle events in one transaction: if it fails, the target\n" +
+			"every field: status, attempts, lease, errors, ...), dead-letter rows, workflows (with their steps and\n" +
+			"dependencies), queue state (paused), periodic fire records, once records, audit entries and lifecycle\n" +
+			"events in one transaction: if it fails, the target\n" +
 			"stays empty and you can run it again. The target must hold no jobs; its schema is created as `serve` would.\n" +
 			"See docs/scaling.md.",
 		Flags: []cli.Flag{
