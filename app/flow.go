@@ -39,10 +39,18 @@ func SubmitWorkflow(ctx context.Context, w Writer, plan *WorkflowPlan) (*Workflo
 				roots = append(roots, &cs)
 			}
 		}
-		if err := tx.InsertWorkflow(wf, steps, plan.Edges); err != nil {
+		// The row, the jobs of the steps without dependencies, then every
+		// step as it is: the roots stored released, not updated after.
+		if err := tx.InsertWorkflow(wf); err != nil {
 			return err
 		}
-		if err := release(tx, wf, roots); err != nil {
+		if err := insertJobs(tx, wf, roots); err != nil {
+			return err
+		}
+		for _, s := range roots { // its job has it now; a replay takes it from the dead-letter row
+			s.Job = StepJob{}
+		}
+		if err := tx.InsertSteps(wf.ID, steps, plan.Edges); err != nil {
 			return err
 		}
 		tx.Publish(EventWorkflowSubmitted, 0, "", "", workflowData(wf))
@@ -60,6 +68,18 @@ func release(tx Tx, wf *Workflow, steps []*WorkflowStep) error {
 	if len(steps) == 0 {
 		return nil
 	}
+	if err := insertJobs(tx, wf, steps); err != nil {
+		return err
+	}
+	return tx.StepsReleased(wf.ID, steps)
+}
+
+// insertJobs inserts the jobs of steps and sets them released (in steps,
+// not in the store).
+func insertJobs(tx Tx, wf *Workflow, steps []*WorkflowStep) error {
+	if len(steps) == 0 {
+		return nil
+	}
 	now := tx.Now()
 	njs := make([]*NewJob, len(steps))
 	for i, s := range steps {
@@ -74,7 +94,7 @@ func release(tx Tx, wf *Workflow, steps []*WorkflowStep) error {
 	for i, s := range steps {
 		s.Status, s.JobID, s.ReleasedAt, s.Waiting = StepReleased, jobs[i].ID, &t, 0
 	}
-	return tx.StepsReleased(wf.ID, steps)
+	return nil
 }
 
 // StepEnd is the end of the job of a workflow step: done with Result, or

@@ -101,17 +101,21 @@ type Tx interface {
 	InsertDead(d *DeadJob) error
 	DeleteJob(id int64) error
 
-	// InsertWorkflow stores wf (its id, as stored, written back), its steps
-	// and the edges between them.
-	InsertWorkflow(wf *Workflow, steps []*WorkflowStep, edges []WorkflowEdge) error
+	// InsertWorkflow stores wf's row (its id, as stored, written back).
+	InsertWorkflow(wf *Workflow) error
+	// InsertSteps stores the steps of workflow wf as they are (each
+	// WorkflowID set to wf) and the edges between them, in few statements
+	// however many.
+	InsertSteps(wf int64, steps []*WorkflowStep, edges []WorkflowEdge) error
 	// Workflow reads workflow id to change it (PostgreSQL locks the row);
 	// none is ErrNotFound.
 	Workflow(id int64) (*Workflow, error)
 	// SaveWorkflow stores wf's status, counts and times.
 	SaveWorkflow(wf *Workflow) error
 	// Steps reads the steps names of workflow wf to change them (locked),
-	// in any order, without their DependsOn; a name without a step is left
-	// out.
+	// in any order, without their DependsOn and maybe without their Job
+	// (the rules deciding a step's end need neither); a name without a
+	// step is left out.
 	Steps(wf int64, names []string) ([]*WorkflowStep, error)
 	// SaveSteps stores each step's status, job id, waiting count, failed
 	// flag, result, error and times.

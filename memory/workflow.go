@@ -54,22 +54,28 @@ func clonePtr[T any](p *T) *T {
 }
 
 // InsertWorkflow implements app.Tx.
-func (t *tx) InsertWorkflow(wf *app.Workflow, steps []*app.WorkflowStep, edges []app.WorkflowEdge) error {
+func (t *tx) InsertWorkflow(wf *app.Workflow) error {
 	f := &t.s.flows
 	next := f.next
 	f.next++
 	t.undo = append(t.undo, func() { f.next = next })
 	wf.ID = f.next
 	put(t, f.rows, wf.ID, cloneWorkflow(wf))
+	return nil
+}
+
+// InsertSteps implements app.Tx.
+func (t *tx) InsertSteps(wf int64, steps []*app.WorkflowStep, edges []app.WorkflowEdge) error {
+	f := &t.s.flows
 	names := make([]string, len(steps))
 	for i, s := range steps {
-		s.WorkflowID = wf.ID
+		s.WorkflowID = wf
 		names[i] = s.Name
-		put(t, f.steps, stepKey{wf.ID, s.Name}, cloneStep(s))
+		put(t, f.steps, stepKey{wf, s.Name}, cloneStep(s))
 	}
-	put(t, f.order, wf.ID, names)
+	put(t, f.order, wf, names)
 	for _, e := range edges {
-		k := stepKey{wf.ID, e.Parent}
+		k := stepKey{wf, e.Parent}
 		put(t, f.children, k, append(slices.Clone(f.children[k]), e))
 	}
 	return nil

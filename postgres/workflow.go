@@ -95,8 +95,20 @@ func stepDoc(s *app.WorkflowStep) (deps, spec string, err error) {
 }
 
 // InsertWorkflow implements app.Tx: the workflow, its steps and its edges
-// in one statement, rows built from arrays, whatever their number.
-func (w *wtx) InsertWorkflow(wf *app.Workflow, steps []*app.WorkflowStep, edges []app.WorkflowEdge) error {
+// InsertWorkflow implements app.Tx.
+func (w *wtx) InsertWorkflow(wf *app.Workflow) error {
+	err := w.queryRow(`INSERT INTO workflows (name, tags, status, step_count, done_count, failed_count, created_at, updated_at, finished_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
+		wf.Name, tags(wf.Tags), string(wf.Status), wf.StepCount, wf.DoneCount, wf.FailedCount, ms(wf.CreatedAt), ms(wf.UpdatedAt), msPtr(wf.FinishedAt)).Scan(&wf.ID)
+	if err != nil {
+		return fmt.Errorf("insert workflow: %w", err)
+	}
+	return nil
+}
+
+// InsertSteps implements app.Tx: the steps and their edges in one
+// statement, rows built from arrays, whatever their number.
+func (w *wtx) InsertSteps(wf int64, steps []*app.WorkflowStep, edges []app.WorkflowEdge) error {
 	n := len(steps)
 	names, queues, kinds, deps, statuses := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	specs, payloads, errTexts := make([]string, n), make([]string, n), make([]string, n)
@@ -108,7 +120,7 @@ func (w *wtx) InsertWorkflow(wf *app.Workflow, steps []*app.WorkflowStep, edges 
 	for i, s := range steps {
 		var err error
 		if deps[i], specs[i], err = stepDoc(s); err != nil {
-			return fmt.Errorf("insert workflow: %w", err)
+			return fmt.Errorf("insert workflow steps: %w", err)
 		}
 		names[i], queues[i], kinds[i], statuses[i] = s.Name, s.Queue, s.Kind, string(s.Status)
 		payloads[i], results[i], errTexts[i] = rawOrNull(s.Job.Payload), rawText(s.Result), clean(s.Error)
@@ -119,29 +131,22 @@ func (w *wtx) InsertWorkflow(wf *app.Workflow, steps []*app.WorkflowStep, edges 
 	for i, e := range edges {
 		parents[i], children[i], conts[i] = e.Parent, e.Child, e.Continue
 	}
-	err := w.queryRow(`WITH wf AS (
-			INSERT INTO workflows (name, tags, status, step_count, done_count, failed_count, created_at, updated_at, finished_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-			RETURNING id),
-		steps AS (
+	_, err := w.exec(`WITH steps AS (
 			INSERT INTO workflow_steps (workflow_id, name, position, queue, kind, depends_on, status, job_id, waiting,
 				failed, result, error, spec, payload, released_at, finished_at)
-			SELECT wf.id, n, ord - 1, q, k, d::json, st, j, wt, fa, r::json, e, sp::json, pl::json, ra, fi
-			FROM wf, unnest($10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::bigint[], $16::int[],
-				$17::bool[], $18::text[], $19::text[], $20::text[], $21::text[], $22::timestamptz[], $23::timestamptz[])
-				WITH ORDINALITY AS u(n, q, k, d, st, j, wt, fa, r, e, sp, pl, ra, fi, ord)),
-		edges AS (
-			INSERT INTO workflow_edges (workflow_id, parent, child, continue)
-			SELECT wf.id, p, c, co FROM wf, unnest($24::text[], $25::text[], $26::bool[]) AS u(p, c, co))
-		SELECT id FROM wf`,
-		wf.Name, tags(wf.Tags), string(wf.Status), wf.StepCount, wf.DoneCount, wf.FailedCount, ms(wf.CreatedAt), ms(wf.UpdatedAt), msPtr(wf.FinishedAt),
-		names, queues, kinds, deps, statuses, jobIDs, waiting, failed, results, errTexts, specs, payloads, released, finished,
-		parents, children, conts).Scan(&wf.ID)
+			SELECT $1, n, ord - 1, q, k, d::json, st, j, wt, fa, r::json, e, sp::json, pl::json, ra, fi
+			FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::int[],
+				$9::bool[], $10::text[], $11::text[], $12::text[], $13::text[], $14::timestamptz[], $15::timestamptz[])
+				WITH ORDINALITY AS u(n, q, k, d, st, j, wt, fa, r, e, sp, pl, ra, fi, ord))
+		INSERT INTO workflow_edges (workflow_id, parent, child, continue)
+		SELECT $1, p, c, co FROM unnest($16::text[], $17::text[], $18::bool[]) AS u(p, c, co)`,
+		wf, names, queues, kinds, deps, statuses, jobIDs, waiting, failed, results, errTexts, specs, payloads, released, finished,
+		parents, children, conts)
 	if err != nil {
-		return fmt.Errorf("insert workflow: %w", err)
+		return fmt.Errorf("insert workflow steps: %w", err)
 	}
 	for _, s := range steps {
-		s.WorkflowID = wf.ID
+		s.WorkflowID = wf
 	}
 	return nil
 }

@@ -253,9 +253,8 @@ func (w *wtx) Take(req app.ClaimRequest, n int) ([]*app.Job, error) {
 	rows, err := w.query(claimSQL(leaseExp, len(req.Kinds)), args...)
 	out, err := collect(rows, err, func(sc scanner) (*app.Job, error) { return scanClaimed(sc, ms(w.now), req.WorkerID, leaseMS) })
 	for _, j := range out {
-		if j.WorkflowID == 0 { // a step's completion takes the step-by-step path (see Complete)
-			w.claimed = append(w.claimed, claimedJob{id: j.ID, lease: j.Lease, queue: j.Queue, kind: j.Kind, started: *j.StartedAt})
-		}
+		w.claimed = append(w.claimed, claimedJob{id: j.ID, lease: j.Lease, queue: j.Queue, kind: j.Kind, started: *j.StartedAt,
+			workflow: j.WorkflowID, step: j.Step})
 	}
 	return out, err
 }
@@ -390,6 +389,8 @@ type claimedJob struct {
 	id, lease   int64
 	queue, kind string
 	started     time.Time
+	workflow    int64 // and step: the workflow step the job runs, if any
+	step        string
 }
 
 // maxClaims bounds the claims the writer remembers. Jobs that leave
@@ -443,6 +444,9 @@ func (w *wtx) completeKnown(chunk []app.Completion, n int, args []any, done map[
 	for _, it := range chunk {
 		c := w.s.claims[it.ID]
 		w.completed(it.ID, it.Lease, c.queue, c.kind, &c.started, done)
+		if c.workflow != 0 {
+			w.stepEnds = append(w.stepEnds, app.StepEnd{Workflow: c.workflow, Step: c.step, JobID: it.ID, To: app.StepDone})
+		}
 	}
 	return true, nil
 }

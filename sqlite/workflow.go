@@ -36,8 +36,11 @@ func scanWorkflow(sc scanner) (*app.Workflow, error) {
 }
 
 // stepCols are a step's columns; its depends_on is in workflow_edges.
-const stepCols = `workflow_id, name, queue, kind, status, job_id, waiting, failed, result, error, spec, payload,
-	released_at, finished_at`
+const stepCols = `workflow_id, name, queue, kind, status, job_id, waiting, failed, result, error, spec, payload, released_at, finished_at`
+
+// stateCols is stepCols without the job a step becomes, which the rules
+// deciding a step's end do not read: decoding it was a third of a read.
+var stateCols = strings.Replace(stepCols, "spec, payload", "'{}', 'null'", 1)
 
 // stepRow holds the columns of a step as scanned.
 type stepRow struct {
@@ -76,24 +79,26 @@ func scanStep(sc scanner) (*app.WorkflowStep, error) {
 	return r.step()
 }
 
-// InsertWorkflow implements app.Tx: the workflow's row, then its steps and
-// edges in multi-row INSERTs.
-func (w *wtx) InsertWorkflow(wf *app.Workflow, steps []*app.WorkflowStep, edges []app.WorkflowEdge) error {
+// InsertWorkflow implements app.Tx.
+func (w *wtx) InsertWorkflow(wf *app.Workflow) error {
 	res, err := w.exec(`INSERT INTO workflows (name, tags, status, step_count, done_count, failed_count, created_at, updated_at, finished_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, wf.Name, app.EncodeList(wf.Tags), string(wf.Status), wf.StepCount,
 		wf.DoneCount, wf.FailedCount, ms(wf.CreatedAt), ms(wf.UpdatedAt), nullMS(wf.FinishedAt))
 	if err != nil {
 		return err
 	}
-	if wf.ID, err = res.LastInsertId(); err != nil {
-		return err
-	}
+	wf.ID, err = res.LastInsertId()
+	return err
+}
+
+// InsertSteps implements app.Tx: multi-row INSERTs.
+func (w *wtx) InsertSteps(wf int64, steps []*app.WorkflowStep, edges []app.WorkflowEdge) error {
 	const stepChunk = 500 // 12 variables a row, well under SQLite's limit
 	for start := 0; start < len(steps); start += stepChunk {
 		chunk := steps[start:min(len(steps), start+stepChunk)]
 		args := make([]any, 0, 12*len(chunk))
 		for i, s := range chunk {
-			s.WorkflowID = wf.ID
+			s.WorkflowID = wf
 			// The payload has a column of its own: encoding/json would
 			// compact it and escape < > &, and a job gets it byte for byte.
 			job := s.Job
@@ -102,7 +107,7 @@ func (w *wtx) InsertWorkflow(wf *app.Workflow, steps []*app.WorkflowStep, edges 
 			if err != nil {
 				return err
 			}
-			args = append(args, wf.ID, s.Name, start+i, s.Queue, s.Kind, string(s.Status),
+			args = append(args, wf, s.Name, start+i, s.Queue, s.Kind, string(s.Status),
 				nullID(s.JobID), s.Waiting, s.Failed, string(spec), rawOrNull(s.Job.Payload), nullMS(s.ReleasedAt))
 		}
 		if _, err := w.exec(`INSERT INTO workflow_steps (workflow_id, name, position, queue, kind, status,
@@ -116,7 +121,7 @@ func (w *wtx) InsertWorkflow(wf *app.Workflow, steps []*app.WorkflowStep, edges 
 		chunk := edges[start:min(len(edges), start+edgeChunk)]
 		args := make([]any, 0, 5*len(chunk))
 		for _, e := range chunk {
-			args = append(args, wf.ID, e.Parent, e.Child, e.Continue, ord[e.Child])
+			args = append(args, wf, e.Parent, e.Child, e.Continue, ord[e.Child])
 			ord[e.Child]++
 		}
 		if _, err := w.exec(`INSERT INTO workflow_edges (workflow_id, parent, child, continue, ord) VALUES `+rows(len(chunk), 5), args...); err != nil {
@@ -154,7 +159,7 @@ func (w *wtx) Steps(wf int64, names []string) ([]*app.WorkflowStep, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, err := w.query(`SELECT `+stepCols+` FROM workflow_steps
+	rows, err := w.query(`SELECT `+stateCols+` FROM workflow_steps
 		WHERE workflow_id = ? AND name IN (SELECT value FROM json_each(?))`, wf, string(list))
 	return collect(rows, err, scanStep)
 }
@@ -247,14 +252,10 @@ func (w *wtx) Resolve(wf int64, parents []string, kinds app.EdgeKinds) ([]*app.W
 }
 
 // StepsReleased implements app.Tx.
+// The steps come as app released them (status, job id, time set), so
+// SaveSteps stores them, 128 a statement.
 func (w *wtx) StepsReleased(wf int64, steps []*app.WorkflowStep) error {
-	for _, s := range steps {
-		if _, err := w.exec(`UPDATE workflow_steps SET status = 'released', job_id = ?, released_at = ?, waiting = 0
-			WHERE workflow_id = ? AND name = ?`, s.JobID, nullMS(s.ReleasedAt), wf, s.Name); err != nil {
-			return err
-		}
-	}
-	return nil
+	return w.SaveSteps(steps)
 }
 
 // CancelWaiting implements app.Tx.
@@ -382,7 +383,8 @@ func (s *Store) Parents(ctx context.Context, wf int64, steps []string) (map[stri
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT e.child, p.`+strings.ReplaceAll(stepCols, ", ", ", p.")+`
+	cols := strings.Replace("p."+strings.ReplaceAll(stepCols, ", ", ", p."), "p.spec, p.payload", "'{}', 'null'", 1)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT e.child, `+cols+`
 		FROM workflow_edges e JOIN workflow_steps p ON p.workflow_id = e.workflow_id AND p.name = e.parent
 		WHERE e.workflow_id = ? AND e.child IN (SELECT value FROM json_each(?))
 		ORDER BY e.child, e.ord`, wf, string(names))
