@@ -422,7 +422,9 @@ func TestImportFromSQLiteKeepsWorkflows(t *testing.T) {
 				t.Errorf("step %s of workflow %d: job %s failed %v, want %s failed %v", w.Name, id, b, g.Failed, a, w.Failed)
 			}
 			failed += btoi(g.Failed)
-			if string(g.Job.Payload) != string(wfPayload(w.Name)) {
+			// A step released at submission keeps no job spec (its job has
+			// it); a later one keeps its payload byte for byte.
+			if w.Job.Kind != "" && string(g.Job.Payload) != string(wfPayload(w.Name)) {
 				t.Errorf("step %s of workflow %d: payload %s, want it byte for byte: %s", w.Name, id, g.Job.Payload, wfPayload(w.Name))
 			}
 			// As stored: the spec and payload byte for byte, depends_on as
