@@ -31,6 +31,9 @@ bench: ## Benchmarks: the store's, then queue beside River and goqite (bench/, ~
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./sqlite/
 	@if [ -n "$$QUEUE_TEST_POSTGRES_DSN" ]; then $(GO) test -run '^$$' -bench Workflow -benchtime 3x ./postgres/; \
 		else echo "QUEUE_TEST_POSTGRES_DSN is not set: the PostgreSQL workflow benchmark is skipped"; fi
+	$(MAKE) build
+	cd bench && $(GO) run ./workflowhttp -bin ../queue
+	@if [ -n "$$QUEUE_TEST_POSTGRES_DSN" ]; then cd bench && $(GO) run ./workflowhttp -bin ../queue -db "$$QUEUE_TEST_POSTGRES_DSN"; fi
 	@if [ -f bench/go.mod ]; then cd bench && $(GO) run . $(BENCH_ARGS); fi
 
 SOAK_DURATION ?= 10m
