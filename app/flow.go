@@ -12,16 +12,17 @@ import (
 
 // The lifecycle of a workflow, written once over a Tx. Every change a job
 // of a step goes through (its completion, its move to the dead-letter
-// queue, its cancel, its replay) calls stepEnded or stepReplayed in the
-// same transaction, so a step is released in the transaction that resolves
-// its last dependency, and a crash can lose no release.
+// queue, its cancel, its TTL, its replay) calls StepsEnded (the SQL stores'
+// batched completions call it too) or stepReplayed in the same
+// transaction, so a step is released in the transaction that resolves its
+// last dependency, and a crash can lose no release.
 //
-// Locks on PostgreSQL are taken job first, then workflow, then steps; a
-// workflow's cancel takes the workflow first, and a deadlock between the
-// two is retried by the store.
+// Locks on PostgreSQL are taken job first, then workflow (several in id
+// order), then steps (in name order); a workflow's cancel takes the
+// workflow first, and a deadlock between the two is retried by the store.
 
-// SubmitWorkflow stores plan's workflow, steps and edges and releases the
-// steps without dependencies, in one transaction. It returns the workflow
+// SubmitWorkflow stores plan's workflow, steps and edges and queues the
+// jobs of the steps without dependencies, in one transaction. It returns the workflow
 // and its steps as stored (released ones with their job ids).
 func SubmitWorkflow(ctx context.Context, w Writer, plan *WorkflowPlan) (*Workflow, []*WorkflowStep, error) {
 	var wf *Workflow
