@@ -45,7 +45,7 @@ func SubmitWorkflow(ctx context.Context, w Writer, plan *WorkflowPlan) (*Workflo
 		if err := tx.InsertWorkflow(wf); err != nil {
 			return err
 		}
-		if err := insertJobs(tx, wf, roots); err != nil {
+		if err := insertJobs(tx, wf.ID, roots); err != nil {
 			return err
 		}
 		for _, s := range roots { // its job has it now; a replay takes it from the dead-letter row
@@ -65,31 +65,31 @@ func SubmitWorkflow(ctx context.Context, w Writer, plan *WorkflowPlan) (*Workflo
 
 // release inserts the jobs of steps (each waiting on nothing) and marks
 // them released.
-func release(tx Tx, wf *Workflow, steps []*WorkflowStep) error {
+func release(tx Tx, wf int64, steps []*WorkflowStep) error {
 	if len(steps) == 0 {
 		return nil
 	}
 	if err := insertJobs(tx, wf, steps); err != nil {
 		return err
 	}
-	return tx.StepsReleased(wf.ID, steps)
+	return tx.StepsReleased(wf, steps)
 }
 
 // insertJobs inserts the jobs of steps and sets them released (in steps,
 // not in the store).
-func insertJobs(tx Tx, wf *Workflow, steps []*WorkflowStep) error {
+func insertJobs(tx Tx, wf int64, steps []*WorkflowStep) error {
 	if len(steps) == 0 {
 		return nil
 	}
 	now := tx.Now()
 	njs := make([]*NewJob, len(steps))
 	for i, s := range steps {
-		nj := s.Job.NewJob(wf.ID, s.Name, now)
+		nj := s.Job.NewJob(wf, s.Name, now)
 		njs[i] = &nj
 	}
 	jobs, err := tx.Insert(njs...)
 	if err != nil {
-		return fmt.Errorf("release steps of workflow %d: %w", wf.ID, err)
+		return fmt.Errorf("release steps of workflow %d: %w", wf, err)
 	}
 	t := now.Truncate(time.Millisecond)
 	for i, s := range steps {
@@ -140,20 +140,17 @@ func StepsEnded(tx Tx, ends []StepEnd) error {
 }
 
 // workflowStepsEnded is StepsEnded for the ends of one workflow: its
-// steps read, stored and resolved a batch at a time.
+// steps read, stored and resolved a batch at a time, and the workflow's
+// row, which every batch of its steps changes, locked last (on PostgreSQL
+// the batches wait for each other there, so the less they do after it the
+// better). A cancelled workflow has no waiting step left to release.
 func workflowStepsEnded(tx Tx, ends []StepEnd) error {
-	wf, err := tx.Workflow(ends[0].Workflow)
-	if errors.Is(err, ErrNotFound) {
-		return nil // aged out with its jobs; nothing waits on it
-	}
-	if err != nil {
-		return err
-	}
+	wfID := ends[0].Workflow
 	names := make([]string, 0, len(ends))
 	for _, e := range ends {
 		names = append(names, e.Step)
 	}
-	read, err := tx.Steps(wf.ID, names)
+	read, err := tx.Steps(wfID, names)
 	if err != nil {
 		return err
 	}
@@ -162,19 +159,24 @@ func workflowStepsEnded(tx Tx, ends []StepEnd) error {
 		steps[s.Name] = s
 	}
 	var changed []*WorkflowStep
+	var done, failed int
 	resolve := map[EdgeKinds][]string{}
 	for _, e := range ends {
 		s := steps[e.Step]
 		if s == nil || s.JobID != e.JobID {
-			continue
+			continue // aged out, or an earlier job of a replayed step
 		}
-		kinds, ok := stepEnd(tx, wf, s, e)
+		kinds, d, f, ok := stepEnd(tx, s, e)
+		done, failed = done+d, failed+f
 		if !slices.Contains(changed, s) {
 			changed = append(changed, s)
 		}
-		if ok && wf.Status != WorkflowCancelled {
+		if ok {
 			resolve[kinds] = append(resolve[kinds], s.Name)
 		}
+	}
+	if len(changed) == 0 {
+		return nil
 	}
 	if err := tx.SaveSteps(changed); err != nil {
 		return err
@@ -183,20 +185,29 @@ func workflowStepsEnded(tx Tx, ends []StepEnd) error {
 		if len(resolve[kinds]) == 0 {
 			continue
 		}
-		ready, err := tx.Resolve(wf.ID, resolve[kinds], kinds)
+		ready, err := tx.Resolve(wfID, resolve[kinds], kinds)
 		if err != nil {
 			return err
 		}
-		if err := release(tx, wf, ready); err != nil {
+		if err := release(tx, wfID, ready); err != nil {
 			return err
 		}
+	}
+	wf, err := tx.Workflow(wfID)
+	if err != nil {
+		return err
+	}
+	wf.DoneCount += done
+	if wf.Status != WorkflowCancelled { // its failures no longer block anything
+		wf.FailedCount += failed
 	}
 	return settle(tx, wf)
 }
 
-// stepEnd applies e to s, its step, and counts it in wf; it says which of
-// s's dependants the end resolves, if any.
-func stepEnd(tx Tx, wf *Workflow, s *WorkflowStep, e StepEnd) (EdgeKinds, bool) {
+// stepEnd applies e to s, its step: it says which of s's dependants the
+// end resolves, if any, and what it adds to the workflow's done and failed
+// counts.
+func stepEnd(tx Tx, s *WorkflowStep, e StepEnd) (kinds EdgeKinds, done, failed int, resolves bool) {
 	now := tx.Now().Truncate(time.Millisecond)
 	from := s.Status
 	s.Status, s.FinishedAt = e.To, &now
@@ -206,21 +217,17 @@ func stepEnd(tx Tx, wf *Workflow, s *WorkflowStep, e StepEnd) (EdgeKinds, bool) 
 		if len(s.Result) == 0 {
 			s.Result = json.RawMessage("null")
 		}
-		wf.DoneCount++
 		if s.Failed { // its "continue" dependants were resolved by the failure
-			return EdgesBlocking, true
+			return EdgesBlocking, 1, 0, true
 		}
-		return EdgesAll, true
+		return EdgesAll, 1, 0, true
 	case from == StepDead || from == StepCancelled:
-		return 0, false // a cancelled job moved to the dead-letter queue: one failure
+		return 0, 0, 0, false // a cancelled job moved to the dead-letter queue: one failure
 	}
 	s.Error = TruncateString(e.Error, 1024)
-	if wf.Status != WorkflowCancelled {
-		wf.FailedCount++
-	}
 	first := !s.Failed
 	s.Failed = true
-	return EdgesContinue, first // resolved by its first failure only
+	return EdgesContinue, 0, 1, first // resolved by its first failure only
 }
 
 // stepReplayed records that dead-letter row d (the current job of its
