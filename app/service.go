@@ -195,6 +195,7 @@ func (s *Service) Events(ctx context.Context, id int64) ([]Event, error) {
 type ListInput struct {
 	Queue, Kind, Status, Tag string
 	ReplayedFrom             int64 // the dead-letter row the jobs were replayed from
+	Workflow                 int64 // the workflow whose steps the jobs run
 	Limit                    int
 	Cursor                   string
 	Asc                      bool
@@ -237,7 +238,8 @@ func (s *Service) List(ctx context.Context, in ListInput) (*JobPage, error) {
 }
 
 func (in ListInput) filter() (JobFilter, error) {
-	f := JobFilter{Queue: in.Queue, Kind: in.Kind, Tag: in.Tag, Status: in.Status, ReplayedFrom: in.ReplayedFrom, Asc: in.Asc, Limit: in.Limit}
+	f := JobFilter{Queue: in.Queue, Kind: in.Kind, Tag: in.Tag, Status: in.Status, ReplayedFrom: in.ReplayedFrom,
+		Workflow: in.Workflow, Asc: in.Asc, Limit: in.Limit}
 	if f.Queue != "" {
 		if err := ValidateQueue(f.Queue); err != nil {
 			return f, Invalid("queue", "%v", err)
@@ -255,6 +257,12 @@ func (in ListInput) filter() (JobFilter, error) {
 	case "", "queued", "scheduled", "processing", "done", "cancelled", "dead_letter":
 	default:
 		return f, Invalid("status", "status %q is not one of queued, scheduled, processing, done, cancelled, dead_letter", clip(f.Status))
+	}
+	switch {
+	case f.Workflow < 0:
+		return f, Invalid("workflow", "workflow must be a workflow's id")
+	case f.Workflow > 0 && f.Status == string(StatusDeadLetter):
+		return f, Invalid("workflow", "the dead-letter rows of a workflow's steps are on GET /api/workflows/{id} (status dead_letter, job_id)")
 	}
 	if f.Limit == 0 {
 		f.Limit = 50

@@ -366,8 +366,12 @@ func listInput(c echo.Context) (app.ListInput, error) {
 	if err != nil {
 		return app.ListInput{}, err
 	}
+	wf, err := queryInt(c, "workflow")
+	if err != nil {
+		return app.ListInput{}, err
+	}
 	return app.ListInput{Queue: c.QueryParam("queue"), Kind: c.QueryParam("kind"), Status: c.QueryParam("status"),
-		Tag: c.QueryParam("tag"), ReplayedFrom: int64(from), Limit: limit, Cursor: c.QueryParam("cursor"), Asc: asc}, nil
+		Tag: c.QueryParam("tag"), ReplayedFrom: int64(from), Workflow: int64(wf), Limit: limit, Cursor: c.QueryParam("cursor"), Asc: asc}, nil
 }
 
 func (h *handler) getJob(c echo.Context) error {

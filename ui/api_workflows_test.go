@@ -195,6 +195,14 @@ func testWorkflowDiamondOverHTTP(t *testing.T, s *server) {
 	if num(job, "workflow_id") != v.ID || job["step"] != "D" {
 		t.Fatalf("GET /api/jobs/%d: %v, want workflow_id %d and step D", d.ID, job, v.ID)
 	}
+	// The jobs of a workflow, and only those.
+	s.submit(`{"queue":"etl","kind":"plain"}`)
+	if got := s.get(fmt.Sprintf("/api/jobs?workflow=%d", v.ID)).json(t)["jobs"].([]any); len(got) != 4 {
+		t.Fatalf("GET /api/jobs?workflow=%d: %d jobs, want the 4 steps'", v.ID, len(got))
+	}
+	if a := s.get(fmt.Sprintf("/api/jobs?workflow=%d&status=dead_letter", v.ID)); a.status != 400 {
+		t.Fatalf("workflow with status=dead_letter: %d %s, want 400", a.status, a.body)
+	}
 }
 
 // Done when 2: a cycle, an unknown dependency, a duplicate name and a
