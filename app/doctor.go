@@ -21,7 +21,10 @@ type Report struct {
 	DLQLastDay      int64        `json:"dead_lettered_last_24h"`
 	DLQDayBefore    int64        `json:"dead_lettered_24h_before"`
 	StuckLeases     int64        `json:"stuck_leases"`
-	Problems        []string     `json:"problems"`
+	// BlockedWorkflows counts workflows waiting for a dead step's replay
+	// (up to 1,000).
+	BlockedWorkflows int64    `json:"blocked_workflows"`
+	Problems         []string `json:"problems"`
 }
 
 // Problem notes a problem, in words that say what to do about it.
@@ -32,7 +35,8 @@ func (r *Report) Problem(format string, args ...any) {
 
 // Diagnose reads what a store holds, without writing, and names what looks
 // wrong: leases that expired over a minute ago and were not recovered (no
-// maintenance running), and a dead-letter queue growing fast.
+// maintenance running), a dead-letter queue growing fast, and workflows
+// blocked by a dead step.
 func Diagnose(ctx context.Context, st Store, now time.Time) (*Report, error) {
 	r := &Report{Problems: []string{}}
 	var err error
@@ -61,6 +65,13 @@ func Diagnose(ctx context.Context, st Store, now time.Time) (*Report, error) {
 			return nil, fmt.Errorf("doctor: %w", err)
 		}
 		*c.n = int64(n)
+	}
+	blocked, err := st.ListWorkflows(ctx, WorkflowFilter{Status: WorkflowBlocked, Limit: 1000})
+	if err != nil {
+		return nil, fmt.Errorf("doctor: %w", err)
+	}
+	if r.BlockedWorkflows = int64(len(blocked)); r.BlockedWorkflows > 0 {
+		r.Problem("%d workflows are blocked by a dead-lettered or cancelled step (`queue workflow list --status blocked`): replay the step from the dead-letter queue, or cancel the workflow", r.BlockedWorkflows)
 	}
 	if r.StuckLeases > 0 {
 		r.Problem("%d jobs hold leases that expired over a minute ago: is `queue serve` running its maintenance?", r.StuckLeases)

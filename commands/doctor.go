@@ -18,6 +18,7 @@ func printReport(w io.Writer, r *app.Report) {
 	fmt.Fprintf(tw, "oldest claimable job\t%s\n", (time.Duration(r.OldestClaimable) * time.Second).String())
 	fmt.Fprintf(tw, "dead-lettered\t%d in the last 24h, %d the day before\n", r.DLQLastDay, r.DLQDayBefore)
 	fmt.Fprintf(tw, "stuck leases\t%d\n", r.StuckLeases)
+	fmt.Fprintf(tw, "blocked workflows\t%d\n", r.BlockedWorkflows)
 	tw.Flush()
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "QUEUE\tQUEUED\tSCHEDULED\tPROCESSING\tDONE\tCANCELLED\tDEAD LETTER")

@@ -256,6 +256,9 @@ func testWorkflowDeadStepBlocksAndReplayResumes(e *env) {
 	if w.FailedCount != 1 {
 		e.t.Fatalf("failed count %d", w.FailedCount)
 	}
+	if r, err := app.Diagnose(e.ctx, e.s, e.clock.Now()); err != nil || r.BlockedWorkflows != 1 || len(r.Problems) != 1 {
+		e.t.Fatalf("doctor on a blocked workflow: %+v %v, want it named", r, err)
+	}
 	if got := e.claimSteps(10); len(got) != 0 {
 		e.t.Fatalf("claimed %v while B is dead", names(got))
 	}
