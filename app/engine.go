@@ -578,6 +578,9 @@ func Replay(ctx context.Context, w Writer, req ReplayRequest) ([]*Job, error) {
 			if err := keyFree(tx, &nj, d.ID); err != nil {
 				return err
 			}
+			if err := stepGone(tx, &nj); err != nil {
+				return err
+			}
 			jobs[i] = &nj
 		}
 		if out, err = tx.Insert(jobs...); err != nil {

@@ -257,6 +257,22 @@ func stepReplayed(tx Tx, d *DeadJob, job *Job) error {
 	return settle(tx, wf)
 }
 
+// stepGone makes nj, a replay of a workflow step's dead-letter row, a
+// plain job when its workflow is gone (aged out after a cancel): a job of
+// no workflow would otherwise outlive every retention, which leaves
+// workflow jobs to their workflow's.
+func stepGone(tx Tx, nj *NewJob) error {
+	if nj.WorkflowID == 0 {
+		return nil
+	}
+	_, err := tx.Workflow(nj.WorkflowID)
+	if errors.Is(err, ErrNotFound) {
+		nj.WorkflowID, nj.Step = 0, ""
+		return nil
+	}
+	return err
+}
+
 // settle derives wf's status from its counts, stores it, and announces a
 // change.
 func settle(tx Tx, wf *Workflow) error {

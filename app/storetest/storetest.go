@@ -158,6 +158,7 @@ func Run(t *testing.T, open Opener) {
 		"WorkflowStepDelayCountsFromRelease":       testWorkflowStepDelayCountsFromRelease,
 		"WorkflowListAndRetention":                 testWorkflowListAndRetention,
 		"WorkflowExpiredStepBlocks":                testWorkflowExpiredStepBlocks,
+		"WorkflowReplayAfterItsWorkflowIsGone":     testWorkflowReplayAfterItsWorkflowIsGone,
 		"WorkflowStaleLeaseRetriesTheStep":         testWorkflowStaleLeaseRetriesTheStep,
 	}
 	names := make([]string, 0, len(cases))

@@ -449,6 +449,30 @@ func testWorkflowListAndRetention(e *env) {
 	}
 }
 
+func testWorkflowReplayAfterItsWorkflowIsGone(e *env) {
+	v := e.submitWorkflow(app.WorkflowInput{Name: "gone", Steps: []app.StepInput{step("A"), step("B", "A")}})
+	a := e.wantClaimable("A")["A"]
+	e.fail(a, false)
+	if _, err := app.CancelWorkflow(e.ctx, e.s, v.ID, nil); err != nil {
+		e.t.Fatal(err)
+	}
+	e.clock.Advance(48 * time.Hour)
+	if n, err := e.s.DeleteOld(e.ctx, app.DeleteOldRequest{What: app.OldWorkflows, Before: e.clock.Now().Add(-24 * time.Hour), Limit: 10}); err != nil || n != 1 {
+		e.t.Fatalf("workflow retention: %d %v", n, err)
+	}
+	// Its dead-letter row stays for the DLQ's retention; a replay of it is
+	// a plain job, which plain retention deletes once done.
+	jobs, err := app.Replay(e.ctx, e.s, app.ReplayRequest{Filter: app.DeadFilter{IDs: []int64{a.ID}}})
+	if err != nil || len(jobs) != 1 || jobs[0].WorkflowID != 0 || jobs[0].Step != "" {
+		e.t.Fatalf("replay after the workflow went: %+v %v, want a plain job", jobs, err)
+	}
+	e.complete(e.claimOne("wf"), `1`)
+	e.clock.Advance(48 * time.Hour)
+	if n, err := e.s.DeleteOld(e.ctx, app.DeleteOldRequest{What: app.OldFinished, Before: e.clock.Now().Add(-24 * time.Hour), Limit: 10}); err != nil || n != 1 {
+		e.t.Fatalf("plain retention of the replayed job: %d %v, want 1", n, err)
+	}
+}
+
 func testWorkflowExpiredStepBlocks(e *env) {
 	in := app.WorkflowInput{Name: "ttl", Steps: []app.StepInput{step("A"), step("B", "A")}}
 	ttl := app.Duration(time.Minute)
