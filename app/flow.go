@@ -17,9 +17,10 @@ import (
 // transaction, so a step is released in the transaction that resolves its
 // last dependency, and a crash can lose no release.
 //
-// Locks on PostgreSQL are taken job first, then workflow (several in id
-// order), then steps (in name order); a workflow's cancel takes the
-// workflow first, and a deadlock between the two is retried by the store.
+// Locks on PostgreSQL are taken in one order everywhere: jobs, then the
+// workflow (several in id order), then its steps (the ended ones in name
+// order, then their dependants): a step's end holds its job and takes the
+// workflow; a cancel takes the workflow's live jobs, then the workflow.
 
 // SubmitWorkflow stores plan's workflow, steps and edges and queues the
 // jobs of the steps without dependencies, in one transaction. It returns the workflow
@@ -139,13 +140,20 @@ func StepsEnded(tx Tx, ends []StepEnd) error {
 	return nil
 }
 
-// workflowStepsEnded is StepsEnded for the ends of one workflow: its
-// steps read, stored and resolved a batch at a time, and the workflow's
-// row, which every batch of its steps changes, locked last (on PostgreSQL
-// the batches wait for each other there, so the less they do after it the
-// better). A cancelled workflow has no waiting step left to release.
+// workflowStepsEnded is StepsEnded for the ends of one workflow: the
+// workflow's row locked first (so a cancel, which takes it before the
+// steps, and a completion never wait for each other crosswise), then its
+// steps read, stored and resolved a batch at a time. A cancelled workflow
+// has no waiting step left to release.
 func workflowStepsEnded(tx Tx, ends []StepEnd) error {
 	wfID := ends[0].Workflow
+	wf, err := tx.Workflow(wfID)
+	if errors.Is(err, ErrNotFound) {
+		return nil // aged out with its jobs; nothing waits on it
+	}
+	if err != nil {
+		return err
+	}
 	names := make([]string, 0, len(ends))
 	for _, e := range ends {
 		names = append(names, e.Step)
@@ -164,14 +172,14 @@ func workflowStepsEnded(tx Tx, ends []StepEnd) error {
 	for _, e := range ends {
 		s := steps[e.Step]
 		if s == nil || s.JobID != e.JobID {
-			continue // aged out, or an earlier job of a replayed step
+			continue // an earlier job of a replayed step
 		}
 		kinds, d, f, ok := stepEnd(tx, s, e)
 		done, failed = done+d, failed+f
 		if !slices.Contains(changed, s) {
 			changed = append(changed, s)
 		}
-		if ok {
+		if ok && wf.Status != WorkflowCancelled {
 			resolve[kinds] = append(resolve[kinds], s.Name)
 		}
 	}
@@ -192,10 +200,6 @@ func workflowStepsEnded(tx Tx, ends []StepEnd) error {
 		if err := release(tx, wfID, ready); err != nil {
 			return err
 		}
-	}
-	wf, err := tx.Workflow(wfID)
-	if err != nil {
-		return err
 	}
 	wf.DoneCount += done
 	if wf.Status != WorkflowCancelled { // its failures no longer block anything
@@ -258,11 +262,13 @@ func stepReplayed(tx Tx, d *DeadJob, job *Job) error {
 }
 
 // stepGone makes nj, a replay of a workflow step's dead-letter row, a
-// plain job when its workflow is gone (aged out after a cancel): a job of
-// no workflow would otherwise outlive every retention, which leaves
-// workflow jobs to their workflow's.
+// plain job unless the row is its step's current job: when the workflow is
+// gone (aged out after a cancel; a job of no workflow would outlive every
+// retention, which leaves workflow jobs to their workflow's), or the row
+// is an earlier failure of a step replayed since (the step follows one
+// job; a second would run it twice).
 func stepGone(tx Tx, nj *NewJob) error {
-	if nj.WorkflowID == 0 {
+	if nj.WorkflowID == 0 || nj.ReplayedFrom == nil {
 		return nil
 	}
 	_, err := tx.Workflow(nj.WorkflowID)
@@ -270,7 +276,17 @@ func stepGone(tx Tx, nj *NewJob) error {
 		nj.WorkflowID, nj.Step = 0, ""
 		return nil
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	steps, err := tx.Steps(nj.WorkflowID, []string{nj.Step})
+	if err != nil {
+		return err
+	}
+	if len(steps) == 0 || steps[0].JobID != *nj.ReplayedFrom {
+		nj.WorkflowID, nj.Step = 0, ""
+	}
+	return nil
 }
 
 // settle derives wf's status from its counts, stores it, and announces a
@@ -312,7 +328,32 @@ func workflowData(wf *Workflow) []byte {
 func CancelWorkflow(ctx context.Context, w Writer, id int64, audit *AuditEntry) (*Workflow, error) {
 	var wf *Workflow
 	err := w.Write(ctx, func(tx Tx) error {
-		var err error
+		// Locks in the order every step's end takes them: jobs, then the
+		// workflow, then steps (see the top of this file).
+		live := func(seen map[int64]bool) ([]*Job, error) {
+			var out []*Job
+			for after := int64(0); ; {
+				jobs, err := tx.Jobs(JobFilter{Workflow: id, StatusIn: []Status{StatusQueued, StatusProcessing}, AfterID: after, Asc: true})
+				if err != nil {
+					return nil, err
+				}
+				for _, j := range jobs {
+					after = j.ID
+					if !seen[j.ID] {
+						seen[j.ID] = true
+						out = append(out, j)
+					}
+				}
+				if len(jobs) < BulkBatch {
+					return out, nil
+				}
+			}
+		}
+		seen := map[int64]bool{}
+		jobs, err := live(seen)
+		if err != nil {
+			return err
+		}
 		if wf, err = tx.Workflow(id); err != nil {
 			return err
 		}
@@ -327,30 +368,24 @@ func CancelWorkflow(ctx context.Context, w Writer, id int64, audit *AuditEntry) 
 		if _, err := tx.CancelWaiting(id); err != nil {
 			return err
 		}
-		// In pages, in id order: each page's jobs leave queued or get a
-		// cancel request, so the next page goes on past them.
-		for after := int64(0); ; {
-			jobs, err := tx.Jobs(JobFilter{Workflow: id, StatusIn: []Status{StatusQueued, StatusProcessing}, AfterID: after, Asc: true})
+		// Steps released by completions that committed between the first
+		// read and the workflow's lock: nothing is released after it.
+		more, err := live(seen)
+		if err != nil {
+			return err
+		}
+		for _, j := range append(jobs, more...) {
+			switch {
+			case j.Status == StatusQueued:
+				j.CancelReason = CancelRequested
+				_, err = finishCancel(tx, j)
+			case !j.CancelRequested:
+				if _, err = tx.RequestCancel(j, CancelRequested); err == nil {
+					tx.Event(EventCancelRequest, j.ID, j.Queue, j.Kind, nil)
+				}
+			}
 			if err != nil {
 				return err
-			}
-			for _, j := range jobs {
-				after = j.ID
-				switch {
-				case j.Status == StatusQueued:
-					j.CancelReason = CancelRequested
-					_, err = finishCancel(tx, j)
-				case !j.CancelRequested:
-					if _, err = tx.RequestCancel(j, CancelRequested); err == nil {
-						tx.Event(EventCancelRequest, j.ID, j.Queue, j.Kind, nil)
-					}
-				}
-				if err != nil {
-					return err
-				}
-			}
-			if len(jobs) < BulkBatch {
-				break
 			}
 		}
 		if wf, err = tx.Workflow(id); err != nil { // as the cancels left it

@@ -258,8 +258,14 @@ func (s *Store) Parents(ctx context.Context, wf int64, steps []string) (map[stri
 // oldWorkflows deletes up to limit workflows finished before before.
 func (t *tx) oldWorkflows(before time.Time, limit int) int {
 	var ids []int64
+	live := map[int64]bool{} // workflows with a job still queued or processing
+	for _, j := range t.s.jobs {
+		if j.WorkflowID != 0 && (j.Status == app.StatusQueued || j.Status == app.StatusProcessing) {
+			live[j.WorkflowID] = true
+		}
+	}
 	for id, w := range t.s.flows.rows {
-		if w.Status.Finished() && w.FinishedAt != nil && w.FinishedAt.Before(before) {
+		if w.Status.Finished() && w.FinishedAt != nil && w.FinishedAt.Before(before) && !live[id] {
 			ids = append(ids, id)
 		}
 	}

@@ -337,7 +337,8 @@ func (w *wtx) deleteOldWorkflows(before time.Time, limit, maxSteps int) (int, er
 	err := w.queryRow(`WITH old AS (
 			DELETE FROM workflows WHERE id = ANY(ARRAY(SELECT id FROM (
 				SELECT id, sum(step_count) OVER (ORDER BY finished_at ROWS UNBOUNDED PRECEDING) - step_count AS ahead
-				FROM workflows WHERE status IN ('done', 'cancelled') AND finished_at < $1
+				FROM workflows wf WHERE status IN ('done', 'cancelled') AND finished_at < $1
+					AND NOT EXISTS (SELECT 1 FROM jobs WHERE workflow_id = wf.id AND status IN ('queued', 'processing'))
 				ORDER BY finished_at LIMIT $2) o WHERE ahead < $3))
 			RETURNING id),
 		steps AS (DELETE FROM workflow_steps WHERE workflow_id IN (SELECT id FROM old)),

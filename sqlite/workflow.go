@@ -268,13 +268,30 @@ func (w *wtx) CancelWaiting(wf int64) (int, error) {
 	return int(n), err
 }
 
+// maxOldSteps bounds the steps of the workflows one retention pass
+// deletes, as on PostgreSQL.
+const maxOldSteps = 100000
+
 // deleteOldWorkflows deletes up to limit workflows finished before before,
 // with their steps, edges and jobs (which leave the counts).
 func (w *wtx) deleteOldWorkflows(before int64, limit int) (int, error) {
-	rows, err := w.query(`SELECT id FROM workflows WHERE status IN ('done', 'cancelled') AND finished_at < ? ORDER BY finished_at LIMIT ?`, before, limit)
-	ids, err := collect(rows, err, func(sc scanner) (id int64, err error) { return id, sc.Scan(&id) })
-	if err != nil || len(ids) == 0 {
+	// Not while a job of it is still queued or processing (a cancel asked
+	// a running step to stop; it may not have yet), and at most
+	// maxOldSteps steps a pass (at least one workflow): a thousand
+	// workflows of 20,000 steps would hold the writer for tens of millions
+	// of rows.
+	rows, err := w.query(`SELECT id, step_count FROM workflows wf WHERE status IN ('done', 'cancelled') AND finished_at < ?
+		AND NOT EXISTS (SELECT 1 FROM jobs WHERE workflow_id = wf.id AND status IN ('queued', 'processing'))
+		ORDER BY finished_at LIMIT ?`, before, limit)
+	type old struct{ id, steps int64 }
+	olds, err := collect(rows, err, func(sc scanner) (o old, err error) { return o, sc.Scan(&o.id, &o.steps) })
+	if err != nil || len(olds) == 0 {
 		return 0, err
+	}
+	var ids []int64
+	for total := int64(0); len(ids) < len(olds) && (len(ids) == 0 || total+olds[len(ids)].steps <= maxOldSteps); {
+		total += olds[len(ids)].steps
+		ids = append(ids, olds[len(ids)].id)
 	}
 	in := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
 	args := anys(ids)

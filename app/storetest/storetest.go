@@ -158,6 +158,8 @@ func Run(t *testing.T, open Opener) {
 		"WorkflowStepDelayCountsFromRelease":       testWorkflowStepDelayCountsFromRelease,
 		"WorkflowListAndRetention":                 testWorkflowListAndRetention,
 		"WorkflowExpiredStepBlocks":                testWorkflowExpiredStepBlocks,
+		"WorkflowRetentionWaitsForItsLastJob":      testWorkflowRetentionWaitsForItsLastJob,
+		"WorkflowReplayOfAnEarlierFailureIsPlain":  testWorkflowReplayOfAnEarlierFailureIsPlain,
 		"WorkflowReplayAfterItsWorkflowIsGone":     testWorkflowReplayAfterItsWorkflowIsGone,
 		"WorkflowStaleLeaseRetriesTheStep":         testWorkflowStaleLeaseRetriesTheStep,
 	}

@@ -473,6 +473,52 @@ func testWorkflowReplayAfterItsWorkflowIsGone(e *env) {
 	}
 }
 
+func testWorkflowReplayOfAnEarlierFailureIsPlain(e *env) {
+	v := e.submitWorkflow(app.WorkflowInput{Name: "twice", Steps: []app.StepInput{step("A"), step("B", "A")}})
+	a1 := e.wantClaimable("A")["A"]
+	e.fail(a1, false)
+	first, err := app.Replay(e.ctx, e.s, app.ReplayRequest{Filter: app.DeadFilter{IDs: []int64{a1.ID}}})
+	if err != nil || first[0].WorkflowID != v.ID {
+		e.t.Fatalf("replay: %+v %v", first, err)
+	}
+	// The first failure's row again: the step follows the first replay, so
+	// this one is a plain job and cannot run the step a second time.
+	again, err := app.Replay(e.ctx, e.s, app.ReplayRequest{Filter: app.DeadFilter{IDs: []int64{a1.ID}, Replayed: new(bool(true))}})
+	if err != nil || len(again) != 1 || again[0].WorkflowID != 0 || again[0].Step != "" {
+		e.t.Fatalf("second replay of the same row: %+v %v, want a plain job", again, err)
+	}
+	jobs := e.claim("wf", 10) // the step's job and the plain one
+	if len(jobs) != 2 {
+		e.t.Fatalf("claimed %d jobs, want 2", len(jobs))
+	}
+	for _, j := range jobs {
+		e.complete(j, `1`)
+	}
+	e.complete(e.wantClaimable("B")["B"], `1`)
+	if w := e.wantWorkflow(v.ID, app.WorkflowDone, nil); w.DoneCount != 2 {
+		e.t.Fatalf("done count %d, want 2", w.DoneCount)
+	}
+}
+
+func testWorkflowRetentionWaitsForItsLastJob(e *env) {
+	v := e.submitWorkflow(app.WorkflowInput{Name: "slow", Steps: []app.StepInput{step("A"), step("B", "A")}})
+	a := e.wantClaimable("A")["A"]
+	if _, err := app.CancelWorkflow(e.ctx, e.s, v.ID, nil); err != nil {
+		e.t.Fatal(err)
+	}
+	e.clock.Advance(48 * time.Hour) // A's worker ignores the cancel and runs on (a long heartbeat)
+	old := app.DeleteOldRequest{What: app.OldWorkflows, Before: e.clock.Now().Add(-24 * time.Hour), Limit: 10}
+	if n, err := e.s.DeleteOld(e.ctx, old); err != nil || n != 0 {
+		e.t.Fatalf("retention deleted %d workflows (%v) while a job of one still runs, want 0", n, err)
+	}
+	if _, err := app.Cancel(e.ctx, e.s, app.CancelRequest{ID: a.ID, Lease: &a.Lease}); err != nil {
+		e.t.Fatal(err)
+	}
+	if n, err := e.s.DeleteOld(e.ctx, old); err != nil || n != 1 {
+		e.t.Fatalf("retention after the last job ended: %d (%v), want 1", n, err)
+	}
+}
+
 func testWorkflowExpiredStepBlocks(e *env) {
 	in := app.WorkflowInput{Name: "ttl", Steps: []app.StepInput{step("A"), step("B", "A")}}
 	ttl := app.Duration(time.Minute)
