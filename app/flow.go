@@ -70,6 +70,7 @@ func release(tx Tx, wf int64, steps []*WorkflowStep) error {
 	if len(steps) == 0 {
 		return nil
 	}
+	slices.SortFunc(steps, func(a, b *WorkflowStep) int { return cmp.Compare(a.Position, b.Position) })
 	if err := insertJobs(tx, wf, steps); err != nil {
 		return err
 	}

@@ -166,12 +166,15 @@ type WorkflowStep struct {
 	Waiting int `json:"waiting_on"`
 	// Failed is set once its job failed (dead-lettered or cancelled): its
 	// "continue" dependants were released then, and are not again.
-	Failed     bool            `json:"-"`
-	Result     json.RawMessage `json:"result,omitempty"`
-	Error      string          `json:"error,omitempty"`
-	Job        StepJob         `json:"-"`
-	ReleasedAt *time.Time      `json:"released_at"`
-	FinishedAt *time.Time      `json:"finished_at"`
+	Failed bool            `json:"-"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  string          `json:"error,omitempty"`
+	Job    StepJob         `json:"-"`
+	// Position is the step's place in the workflow as given; steps
+	// released together get their jobs (and so their claim order) in it.
+	Position   int        `json:"-"`
+	ReleasedAt *time.Time `json:"released_at"`
+	FinishedAt *time.Time `json:"finished_at"`
 
 	// Read from its job when the store reads a workflow (GetWorkflow): the
 	// job's status while released, its attempts and its last start.
@@ -359,7 +362,7 @@ func (in *WorkflowInput) Plan(cfg *Config, now time.Time) (*WorkflowPlan, error)
 			sj.ExpiresAt = nj.ExpiresAt
 		}
 		p.Steps[i] = &WorkflowStep{Name: s.Step, Queue: nj.Queue, Kind: nj.Kind, DependsOn: s.DependsOn,
-			Status: StepWaiting, Waiting: len(s.DependsOn), Job: sj}
+			Status: StepWaiting, Waiting: len(s.DependsOn), Job: sj, Position: i}
 		if p.Steps[i].DependsOn == nil {
 			p.Steps[i].DependsOn = []Dependency{}
 		}

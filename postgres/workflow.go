@@ -43,7 +43,7 @@ func stepCols(alias string) string {
 		alias += "."
 	}
 	return strings.ReplaceAll(`@workflow_id, @name, @queue, @kind, @depends_on::text, @status, coalesce(@job_id, 0),
-		@waiting, @failed, @result::text, @error, @spec::text, @payload::text, @released_at, @finished_at`, "@", alias)
+		@waiting, @failed, @result::text, @error, @spec::text, @payload::text, @released_at, @finished_at, @position`, "@", alias)
 }
 
 // scanStep reads a step from stepCols, then the columns more (if any) into more.
@@ -56,7 +56,7 @@ func scanStep(row pgx.Row, more ...any) (*app.WorkflowStep, error) {
 		releasedAt, finished *time.Time
 	)
 	dest := []any{&s.WorkflowID, &s.Name, &s.Queue, &s.Kind, &deps, &status, &s.JobID, &s.Waiting, &s.Failed,
-		&result, &s.Error, &spec, &payload, &releasedAt, &finished}
+		&result, &s.Error, &spec, &payload, &releasedAt, &finished, &s.Position}
 	if err := row.Scan(append(dest, more...)...); err != nil {
 		return nil, err
 	}

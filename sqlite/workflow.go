@@ -36,7 +36,7 @@ func scanWorkflow(sc scanner) (*app.Workflow, error) {
 }
 
 // stepCols are a step's columns; its depends_on is in workflow_edges.
-const stepCols = `workflow_id, name, queue, kind, status, job_id, waiting, failed, result, error, spec, payload, released_at, finished_at`
+const stepCols = `workflow_id, name, queue, kind, status, job_id, waiting, failed, result, error, spec, payload, released_at, finished_at, position`
 
 // stateCols is stepCols without the job a step becomes, which the rules
 // deciding a step's end do not read: decoding it was a third of a read.
@@ -56,7 +56,7 @@ type stepRow struct {
 
 func (r *stepRow) dest() []any {
 	return []any{&r.s.WorkflowID, &r.s.Name, &r.s.Queue, &r.s.Kind, &r.status, &r.jobID, &r.s.Waiting,
-		&r.failed, &r.result, &r.s.Error, &r.spec, &r.payload, &r.released, &r.fin}
+		&r.failed, &r.result, &r.s.Error, &r.spec, &r.payload, &r.released, &r.fin, &r.s.Position}
 }
 
 func (r *stepRow) step() (*app.WorkflowStep, error) {
@@ -97,7 +97,7 @@ func (w *wtx) InsertSteps(wf int64, steps []*app.WorkflowStep, edges []app.Workf
 	for start := 0; start < len(steps); start += stepChunk {
 		chunk := steps[start:min(len(steps), start+stepChunk)]
 		args := make([]any, 0, 12*len(chunk))
-		for i, s := range chunk {
+		for _, s := range chunk {
 			s.WorkflowID = wf
 			// The payload has a column of its own: encoding/json would
 			// compact it and escape < > &, and a job gets it byte for byte.
@@ -107,7 +107,7 @@ func (w *wtx) InsertSteps(wf int64, steps []*app.WorkflowStep, edges []app.Workf
 			if err != nil {
 				return err
 			}
-			args = append(args, wf, s.Name, start+i, s.Queue, s.Kind, string(s.Status),
+			args = append(args, wf, s.Name, s.Position, s.Queue, s.Kind, string(s.Status),
 				nullID(s.JobID), s.Waiting, s.Failed, string(spec), rawOrNull(s.Job.Payload), nullMS(s.ReleasedAt))
 		}
 		if _, err := w.exec(`INSERT INTO workflow_steps (workflow_id, name, position, queue, kind, status,
