@@ -148,9 +148,15 @@ func (w *wtx) Workflow(id int64) (*app.Workflow, error) {
 
 // SaveWorkflow implements app.Tx.
 func (w *wtx) SaveWorkflow(wf *app.Workflow) error {
-	_, err := w.exec(`UPDATE workflows SET status = ?, done_count = ?, failed_count = ?, updated_at = ?, finished_at = ? WHERE id = ?`,
+	res, err := w.exec(`UPDATE workflows SET status = ?, done_count = ?, failed_count = ?, updated_at = ?, finished_at = ? WHERE id = ?`,
 		string(wf.Status), wf.DoneCount, wf.FailedCount, ms(wf.UpdatedAt), nullMS(wf.FinishedAt), wf.ID)
-	return err
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return errors.Join(err, fmt.Errorf("workflow %d: %w", wf.ID, app.ErrNotFound))
+	}
+	return nil
 }
 
 // Steps implements app.Tx.
