@@ -415,6 +415,23 @@ func (d *DeadJob) Clone() *DeadJob {
 	return &c
 }
 
+// Clone is a deep copy of w: nothing of it is shared.
+func (w *Workflow) Clone() *Workflow {
+	c := *w
+	c.Tags, c.FinishedAt = slices.Clone(w.Tags), clonePtr(w.FinishedAt)
+	return &c
+}
+
+// Clone is a deep copy of s (its job's too): nothing of it is shared.
+func (s *WorkflowStep) Clone() *WorkflowStep {
+	c := *s
+	c.DependsOn, c.Result = slices.Clone(s.DependsOn), slices.Clone(s.Result)
+	c.ReleasedAt, c.FinishedAt, c.StartedAt = clonePtr(s.ReleasedAt), clonePtr(s.FinishedAt), clonePtr(s.StartedAt)
+	c.Job.Payload, c.Job.Tags = slices.Clone(s.Job.Payload), slices.Clone(s.Job.Tags)
+	c.Job.RunAt, c.Job.ExpiresAt = clonePtr(s.Job.RunAt), clonePtr(s.Job.ExpiresAt)
+	return &c
+}
+
 func clonePtr[T any](p *T) *T {
 	if p == nil {
 		return nil

@@ -30,29 +30,6 @@ func newFlows() flows {
 		order: map[int64][]string{}, children: map[stepKey][]app.WorkflowEdge{}}
 }
 
-func cloneWorkflow(w *app.Workflow) *app.Workflow {
-	c := *w
-	c.Tags = slices.Clone(w.Tags)
-	c.FinishedAt = clonePtr(w.FinishedAt)
-	return &c
-}
-
-func cloneStep(s *app.WorkflowStep) *app.WorkflowStep {
-	c := *s
-	c.DependsOn = slices.Clone(s.DependsOn)
-	c.Result = slices.Clone(s.Result)
-	c.ReleasedAt, c.FinishedAt = clonePtr(s.ReleasedAt), clonePtr(s.FinishedAt)
-	return &c
-}
-
-func clonePtr[T any](p *T) *T {
-	if p == nil {
-		return nil
-	}
-	v := *p
-	return &v
-}
-
 // InsertWorkflow implements app.Tx.
 func (t *tx) InsertWorkflow(wf *app.Workflow) error {
 	f := &t.s.flows
@@ -60,7 +37,7 @@ func (t *tx) InsertWorkflow(wf *app.Workflow) error {
 	f.next++
 	t.undo = append(t.undo, func() { f.next = next })
 	wf.ID = f.next
-	put(t, f.rows, wf.ID, cloneWorkflow(wf))
+	put(t, f.rows, wf.ID, wf.Clone())
 	return nil
 }
 
@@ -71,7 +48,7 @@ func (t *tx) InsertSteps(wf int64, steps []*app.WorkflowStep, edges []app.Workfl
 	for i, s := range steps {
 		s.WorkflowID = wf
 		names[i] = s.Name
-		put(t, f.steps, stepKey{wf, s.Name}, cloneStep(s))
+		put(t, f.steps, stepKey{wf, s.Name}, s.Clone())
 	}
 	put(t, f.order, wf, names)
 	for _, e := range edges {
@@ -87,7 +64,7 @@ func (t *tx) Workflow(id int64) (*app.Workflow, error) {
 	if !ok {
 		return nil, fmt.Errorf("workflow %d: %w", id, app.ErrNotFound)
 	}
-	return cloneWorkflow(w), nil
+	return w.Clone(), nil
 }
 
 // SaveWorkflow implements app.Tx.
@@ -95,7 +72,7 @@ func (t *tx) SaveWorkflow(wf *app.Workflow) error {
 	if _, ok := t.s.flows.rows[wf.ID]; !ok {
 		return fmt.Errorf("workflow %d: %w", wf.ID, app.ErrNotFound)
 	}
-	put(t, t.s.flows.rows, wf.ID, cloneWorkflow(wf))
+	put(t, t.s.flows.rows, wf.ID, wf.Clone())
 	return nil
 }
 
@@ -104,7 +81,7 @@ func (t *tx) Steps(wf int64, names []string) ([]*app.WorkflowStep, error) {
 	var out []*app.WorkflowStep
 	for _, name := range names {
 		if s, ok := t.s.flows.steps[stepKey{wf, name}]; ok {
-			c := cloneStep(s)
+			c := s.Clone()
 			c.DependsOn = nil
 			out = append(out, c)
 		}
@@ -120,7 +97,7 @@ func (t *tx) SaveSteps(steps []*app.WorkflowStep) error {
 		if !ok {
 			return fmt.Errorf("step %q of workflow %d: %w", s.Name, s.WorkflowID, app.ErrNotFound)
 		}
-		c := cloneStep(s)
+		c := s.Clone()
 		c.DependsOn, c.Job = old.DependsOn, old.Job // not the caller's to change
 		put(t, t.s.flows.steps, k, c)
 	}
@@ -137,11 +114,11 @@ func (t *tx) Resolve(wf int64, parents []string, kinds app.EdgeKinds) ([]*app.Wo
 			if s == nil || s.Status != app.StepWaiting || !kinds.Resolves(e.Continue) {
 				continue
 			}
-			c := cloneStep(s)
+			c := s.Clone()
 			c.Waiting--
 			put(t, t.s.flows.steps, k, c)
 			if c.Waiting == 0 {
-				r := cloneStep(c)
+				r := c.Clone()
 				r.DependsOn = nil
 				ready = append(ready, r)
 			}
@@ -150,28 +127,13 @@ func (t *tx) Resolve(wf int64, parents []string, kinds app.EdgeKinds) ([]*app.Wo
 	return ready, nil
 }
 
-// StepsReleased implements app.Tx.
-func (t *tx) StepsReleased(wf int64, steps []*app.WorkflowStep) error {
-	for _, s := range steps {
-		k := stepKey{wf, s.Name}
-		c := t.s.flows.steps[k]
-		if c == nil {
-			return fmt.Errorf("step %q of workflow %d: %w", s.Name, wf, app.ErrNotFound)
-		}
-		c = cloneStep(c)
-		c.Status, c.JobID, c.ReleasedAt, c.Waiting = app.StepReleased, s.JobID, clonePtr(s.ReleasedAt), 0
-		put(t, t.s.flows.steps, k, c)
-	}
-	return nil
-}
-
 // CancelWaiting implements app.Tx.
 func (t *tx) CancelWaiting(wf int64) (int, error) {
 	n := 0
 	for _, name := range t.s.flows.order[wf] {
 		k := stepKey{wf, name}
 		if s := t.s.flows.steps[k]; s.Status == app.StepWaiting {
-			c := cloneStep(s)
+			c := s.Clone()
 			now := t.now
 			c.Status, c.FinishedAt = app.StepCancelled, &now
 			put(t, t.s.flows.steps, k, c)
@@ -205,7 +167,7 @@ func (s *Store) ListWorkflows(ctx context.Context, f app.WorkflowFilter) ([]*app
 	for _, w := range s.flows.rows {
 		if (f.Status == "" || w.Status == f.Status) && (f.Name == "" || strings.Contains(w.Name, f.Name)) &&
 			(f.AfterID <= 0 || w.ID < f.AfterID) {
-			out = append(out, cloneWorkflow(w))
+			out = append(out, w.Clone())
 		}
 	}
 	slices.SortFunc(out, func(a, b *app.Workflow) int { return int(b.ID - a.ID) })
@@ -225,15 +187,15 @@ func (s *Store) GetWorkflow(ctx context.Context, id int64) (*app.Workflow, []*ap
 	}
 	steps := make([]*app.WorkflowStep, 0, len(s.flows.order[id]))
 	for _, name := range s.flows.order[id] {
-		c := cloneStep(s.flows.steps[stepKey{id, name}])
+		c := s.flows.steps[stepKey{id, name}].Clone()
 		if j, ok := s.jobs[c.JobID]; ok && c.JobID != 0 {
-			c.JobStatus, c.Attempts, c.StartedAt = j.Status, j.Attempts, clonePtr(j.StartedAt)
+			c.JobStatus, c.Attempts, c.StartedAt = j.Status, j.Attempts, copyTime(j.StartedAt)
 		} else if d, ok := s.dead[c.JobID]; ok && c.JobID != 0 {
-			c.Attempts, c.StartedAt = d.Attempts, clonePtr(d.StartedAt)
+			c.Attempts, c.StartedAt = d.Attempts, copyTime(d.StartedAt)
 		}
 		steps = append(steps, c)
 	}
-	return cloneWorkflow(w), steps, nil
+	return w.Clone(), steps, nil
 }
 
 // Parents implements app.Store.
@@ -248,7 +210,7 @@ func (s *Store) Parents(ctx context.Context, wf int64, steps []string) (map[stri
 		}
 		for _, d := range st.DependsOn {
 			if p, ok := s.flows.steps[stepKey{wf, d.Step}]; ok {
-				out[name] = append(out[name], cloneStep(p))
+				out[name] = append(out[name], p.Clone())
 			}
 		}
 	}
