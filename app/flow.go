@@ -74,7 +74,7 @@ func release(tx Tx, wf int64, steps []*WorkflowStep) error {
 	if err := insertJobs(tx, wf, steps); err != nil {
 		return err
 	}
-	return tx.StepsReleased(wf, steps)
+	return tx.SaveSteps(steps)
 }
 
 // insertJobs inserts the jobs of steps and sets them released (in steps,
@@ -111,9 +111,33 @@ type StepEnd struct {
 	Error    string
 }
 
-// stepEnded records one step's end (see StepsEnded).
+// stepEnded records one step's end (see StepsEnded), or, inside a
+// batched write (batchEnds), keeps it for the batch's one StepsEnded.
 func stepEnded(tx Tx, wfID int64, name string, jobID int64, to StepStatus, result json.RawMessage, errText string) error {
-	return StepsEnded(tx, []StepEnd{{Workflow: wfID, Step: name, JobID: jobID, To: to, Result: result, Error: errText}})
+	e := StepEnd{Workflow: wfID, Step: name, JobID: jobID, To: to, Result: result, Error: errText}
+	if b, ok := tx.(*endsBatch); ok {
+		b.ends = append(b.ends, e)
+		return nil
+	}
+	return StepsEnded(tx, []StepEnd{e})
+}
+
+// endsBatch is a Tx whose step ends wait for one StepsEnded: a write that
+// ends many jobs (a workflow's cancel, a drain, an admin move, TTL expiry)
+// then reads and stores each workflow and its steps once, not per job.
+type endsBatch struct {
+	Tx
+	ends []StepEnd
+}
+
+// batchEnds runs fn over a Tx that keeps the step ends fn causes, then
+// records them all.
+func batchEnds(tx Tx, fn func(Tx) error) error {
+	b := &endsBatch{Tx: tx}
+	if err := fn(b); err != nil {
+		return err
+	}
+	return StepsEnded(tx, b.ends)
 }
 
 // StepsEnded records in their workflows that the jobs of ends ended, and
@@ -168,6 +192,7 @@ func workflowStepsEnded(tx Tx, ends []StepEnd) error {
 		steps[s.Name] = s
 	}
 	var changed []*WorkflowStep
+	isChanged := make(map[*WorkflowStep]bool, len(ends))
 	var done, failed int
 	resolve := map[EdgeKinds][]string{}
 	for _, e := range ends {
@@ -177,7 +202,8 @@ func workflowStepsEnded(tx Tx, ends []StepEnd) error {
 		}
 		kinds, d, f, ok := stepEnd(tx, s, e)
 		done, failed = done+d, failed+f
-		if !slices.Contains(changed, s) {
+		if !isChanged[s] {
+			isChanged[s] = true
 			changed = append(changed, s)
 		}
 		if ok && wf.Status != WorkflowCancelled {
@@ -375,19 +401,25 @@ func CancelWorkflow(ctx context.Context, w Writer, id int64, audit *AuditEntry) 
 		if err != nil {
 			return err
 		}
-		for _, j := range append(jobs, more...) {
-			switch {
-			case j.Status == StatusQueued:
-				j.CancelReason = CancelRequested
-				_, err = finishCancel(tx, j)
-			case !j.CancelRequested:
-				if _, err = tx.RequestCancel(j, CancelRequested); err == nil {
-					tx.Event(EventCancelRequest, j.ID, j.Queue, j.Kind, nil)
+		err = batchEnds(tx, func(tx Tx) (err error) {
+			for _, j := range append(jobs, more...) {
+				switch {
+				case j.Status == StatusQueued:
+					j.CancelReason = CancelRequested
+					_, err = finishCancel(tx, j)
+				case !j.CancelRequested:
+					if _, err = tx.RequestCancel(j, CancelRequested); err == nil {
+						tx.Event(EventCancelRequest, j.ID, j.Queue, j.Kind, nil)
+					}
+				}
+				if err != nil {
+					return err
 				}
 			}
-			if err != nil {
-				return err
-			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		if wf, err = tx.Workflow(id); err != nil { // as the cancels left it
 			return err

@@ -124,8 +124,6 @@ type Tx interface {
 	// as met per edge from one of parents that kinds resolves, and returns
 	// the steps it leaves waiting on nothing (without their DependsOn).
 	Resolve(wf int64, parents []string, kinds EdgeKinds) ([]*WorkflowStep, error)
-	// StepsReleased stores each step's release: status, job id, time.
-	StepsReleased(wf int64, steps []*WorkflowStep) error
 	// CancelWaiting cancels (finished now) every waiting step of workflow
 	// wf and says how many.
 	CancelWaiting(wf int64) (int, error)

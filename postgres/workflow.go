@@ -46,6 +46,10 @@ func stepCols(alias string) string {
 		@waiting, @failed, @result::text, @error, @spec::text, @payload::text, @released_at, @finished_at, @position`, "@", alias)
 }
 
+// stateCols is stepCols without a step's dependencies and job, which the
+// rules deciding a step's end do not read (see app.Tx.Steps).
+var stateCols = strings.NewReplacer("depends_on::text", "'[]'", "spec::text", "'{}'", "payload::text", "'null'").Replace(stepCols(""))
+
 // scanStep reads a step from stepCols, then the columns more (if any) into more.
 func scanStep(row pgx.Row, more ...any) (*app.WorkflowStep, error) {
 	var (
@@ -94,7 +98,6 @@ func stepDoc(s *app.WorkflowStep) (deps, spec string, err error) {
 	return string(db), string(sb), nil
 }
 
-// InsertWorkflow implements app.Tx: the workflow, its steps and its edges
 // InsertWorkflow implements app.Tx.
 func (w *wtx) InsertWorkflow(wf *app.Workflow) error {
 	err := w.queryRow(`INSERT INTO workflows (name, tags, status, step_count, done_count, failed_count, created_at, updated_at, finished_at)
@@ -173,7 +176,7 @@ func (w *wtx) SaveWorkflow(wf *app.Workflow) error {
 // Steps implements app.Tx: the rows locked in name order, so two
 // transactions locking steps of one workflow wait rather than deadlock.
 func (w *wtx) Steps(wf int64, names []string) ([]*app.WorkflowStep, error) {
-	rows, err := w.query(`SELECT `+stepCols("")+` FROM workflow_steps WHERE workflow_id = $1 AND name = ANY($2)
+	rows, err := w.query(`SELECT `+stateCols+` FROM workflow_steps WHERE workflow_id = $1 AND name = ANY($2)
 		ORDER BY name FOR UPDATE`, wf, names)
 	return collect(rows, err, func(row pgx.Row) (*app.WorkflowStep, error) { return scanStep(row) })
 }
@@ -225,21 +228,6 @@ func (w *wtx) Resolve(wf int64, parents []string, kinds app.EdgeKinds) ([]*app.W
 			RETURNING s.*)
 		SELECT `+stepCols("")+` FROM r WHERE waiting = 0 ORDER BY position`, wf, parents, cont)
 	return collect(rows, err, func(row pgx.Row) (*app.WorkflowStep, error) { return scanStep(row) })
-}
-
-// StepsReleased implements app.Tx.
-func (w *wtx) StepsReleased(wf int64, steps []*app.WorkflowStep) error {
-	names, jobs, at := make([]string, len(steps)), make([]int64, len(steps)), make([]*time.Time, len(steps))
-	for i, s := range steps {
-		names[i], jobs[i], at[i] = s.Name, s.JobID, msPtr(s.ReleasedAt)
-	}
-	tag, err := w.exec(`UPDATE workflow_steps s SET status = 'released', job_id = u.job, released_at = u.at, waiting = 0
-		FROM unnest($2::text[], $3::bigint[], $4::timestamptz[]) AS u(name, job, at)
-		WHERE s.workflow_id = $1 AND s.name = u.name`, wf, names, jobs, at)
-	if err == nil && tag.RowsAffected() != int64(len(steps)) {
-		err = fmt.Errorf("release of %d steps of workflow %d found %d: %w", len(steps), wf, tag.RowsAffected(), app.ErrNotFound)
-	}
-	return err
 }
 
 // CancelWaiting implements app.Tx.

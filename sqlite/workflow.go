@@ -12,9 +12,9 @@ import (
 	"github.com/queuehq/queue/internal/sqlq"
 )
 
-// The workflow steps of app.Tx, each one statement (a release of many
-// steps, one statement per step: SQLite's statements are calls, not round
-// trips), and the reads of app.WorkflowStore.
+// The workflow steps of app.Tx, each a statement or a few (many steps are
+// stored 128 a statement, bound as VALUES rows), and the reads of
+// app.WorkflowStore.
 
 const workflowCols = `id, name, tags, status, step_count, done_count, failed_count, created_at, updated_at, finished_at`
 
@@ -255,13 +255,6 @@ func (w *wtx) Resolve(wf int64, parents []string, kinds app.EdgeKinds) ([]*app.W
 		}
 	}
 	return ready, nil
-}
-
-// StepsReleased implements app.Tx.
-// The steps come as app released them (status, job id, time set), so
-// SaveSteps stores them, 128 a statement.
-func (w *wtx) StepsReleased(wf int64, steps []*app.WorkflowStep) error {
-	return w.SaveSteps(steps)
 }
 
 // CancelWaiting implements app.Tx.
