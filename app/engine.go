@@ -444,11 +444,17 @@ func eachQueued(ctx context.Context, w Writer, f JobFilter, audit *AuditEntry, f
 		if err != nil {
 			return err
 		}
-		for _, j := range jobs {
-			if err := fn(tx, j); err != nil {
-				return err
+		err = batchEnds(tx, func(tx Tx) error {
+			for _, j := range jobs {
+				if err := fn(tx, j); err != nil {
+					return err
+				}
+				ids = append(ids, j.ID)
 			}
-			ids = append(ids, j.ID)
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		return recordAudit(tx, audit, len(ids))
 	})
@@ -464,6 +470,7 @@ func ExpireTTL(ctx context.Context, w Writer, limit int) (int, error) {
 		if err != nil {
 			return err
 		}
+		var ends []StepEnd
 		for _, r := range due {
 			if err := tx.Fault(FaultCancel, r.ID); err != nil {
 				return err
@@ -471,10 +478,11 @@ func ExpireTTL(ctx context.Context, w Writer, limit int) (int, error) {
 			tx.Event(EventExpired, r.ID, r.Queue, r.Kind, nil)
 			tx.Moved(r.Queue, StatusQueued, StatusCancelled, 1)
 			if r.WorkflowID != 0 {
-				if err := stepEnded(tx, r.WorkflowID, r.Step, r.ID, StepCancelled, nil, "cancelled: "+CancelExpired); err != nil {
-					return err
-				}
+				ends = append(ends, StepEnd{Workflow: r.WorkflowID, Step: r.Step, JobID: r.ID, To: StepCancelled, Error: "cancelled: " + CancelExpired})
 			}
+		}
+		if err := StepsEnded(tx, ends); err != nil {
+			return err
 		}
 		n = len(due)
 		return nil
