@@ -54,9 +54,6 @@ func (h *handler) submitWorkflow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, s := range view.Steps { // as GET shows them: a released step by its job's status
-		s.Status = app.StepStatus(s.State())
-	}
 	return c.JSON(http.StatusCreated, view)
 }
 
