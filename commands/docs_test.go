@@ -32,7 +32,8 @@ func TestCLIReferenceIsCurrent(t *testing.T) {
 		"`workflow cancel`: on a terminal they show the count and ask, and go ahead only on `y`\n" +
 		"(another answer changes nothing, exit 1); without a terminal on stdin (cron, systemd, CI,\n" +
 		"a pipe) they change nothing and exit 2 asking for `--yes`; with nothing to act on they\n" +
-		"say so and exit 0.\n\n" +
+		"say so and exit 0 (but `workflow cancel` of a finished workflow is an error, exit 1, as\n" +
+		"the API's 409 is).\n\n" +
 		"Shell completion: `queue completion bash > /etc/bash_completion.d/queue`. The manual\n" +
 		"page (`man queue` once installed) is `queue man`.\n\n" +
 		"This page is generated from `queue <command> --help`.\n")

@@ -259,8 +259,14 @@ func workflowCancel(c *cli.Context) error {
 			fmt.Fprintf(c.App.Writer, "workflow %d: would cancel %s\n", id, plural(open, "unfinished step"))
 			return nil
 		}
-		ok, err := confirmCount(c, open, fmt.Sprintf("cancel workflow %d (%s): %s", id, wf.Name, plural(open, "unfinished step")),
-			fmt.Sprintf("nothing to cancel: every step of workflow %d has finished", id))
+		// An unfinished workflow has something to cancel even with no
+		// unfinished step: blocked by a dead step nothing depends on, the
+		// cancel ends it (so retention can take it).
+		what := fmt.Sprintf("cancel workflow %d (%s): %s", id, wf.Name, plural(open, "unfinished step"))
+		if open == 0 {
+			what = fmt.Sprintf("cancel workflow %d (%s), %s with no unfinished step", id, wf.Name, wf.Status)
+		}
+		ok, err := confirmCount(c, max(open, 1), what, "")
 		if !ok {
 			return err
 		}
