@@ -233,9 +233,12 @@ func query(q url.Values) string {
 // ListOptions filters List.
 type ListOptions struct {
 	Queue, Kind, Status, Tag string
-	Limit                    int
-	Cursor                   string
-	Asc                      bool
+	// ReplayedFrom lists the jobs replayed from a dead-letter row; Workflow
+	// the jobs of a workflow's released steps (0: no filter).
+	ReplayedFrom, Workflow int64
+	Limit                  int
+	Cursor                 string
+	Asc                    bool
 }
 
 func (o ListOptions) values() url.Values {
@@ -243,6 +246,11 @@ func (o ListOptions) values() url.Values {
 	for k, v := range map[string]string{"queue": o.Queue, "kind": o.Kind, "status": o.Status, "tag": o.Tag, "cursor": o.Cursor} {
 		if v != "" {
 			q.Set(k, v)
+		}
+	}
+	for k, v := range map[string]int64{"replayed_from": o.ReplayedFrom, "workflow": o.Workflow} {
+		if v > 0 {
+			q.Set(k, strconv.FormatInt(v, 10))
 		}
 	}
 	if o.Limit > 0 {

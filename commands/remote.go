@@ -274,13 +274,15 @@ func jobsCommand() *cli.Command {
 			{
 				Name:  "list",
 				Usage: "list jobs, newest first",
-				UsageText: "queue jobs list [--queue Q] [--kind K] [--status S] [--tag T] [--limit N]\n\n" +
+				UsageText: "queue jobs list [--queue Q] [--kind K] [--status S] [--tag T] [--workflow ID] [--replayed-from ID] [--limit N]\n\n" +
 					"Without --status it lists queued, processing, done and cancelled jobs; dead-lettered jobs live in the\n" +
 					"dead-letter queue: --status dead_letter (or `queue dlq list`) lists them.\n\n" +
 					"Examples:\n  queue jobs list --status scheduled --json\n  queue jobs list --status dead_letter",
 				Flags: withFlags(serverFlags(), []cli.Flag{
 					&cli.StringFlag{Name: "queue"}, &cli.StringFlag{Name: "kind"}, &cli.StringFlag{Name: "tag"},
 					&cli.StringFlag{Name: "status", Usage: "queued, scheduled, processing, done, cancelled or dead_letter"},
+					&cli.IntFlag{Name: "workflow", Usage: "only the jobs of this workflow's released steps"},
+					&cli.IntFlag{Name: "replayed-from", Usage: "only the jobs replayed from this dead-letter row"},
 					&cli.IntFlag{Name: "limit", Value: 50}, &cli.StringFlag{Name: "cursor", Usage: "next_cursor of the previous page"},
 					jsonFlag(),
 				}),
@@ -307,7 +309,8 @@ func jobsCommand() *cli.Command {
 // jobsList prints a page of jobs, newest first.
 func jobsList(c *cli.Context) error {
 	page, err := newClient(c).List(c.Context, client.ListOptions{Queue: c.String("queue"), Kind: c.String("kind"),
-		Status: c.String("status"), Tag: c.String("tag"), Limit: c.Int("limit"), Cursor: c.String("cursor")})
+		Status: c.String("status"), Tag: c.String("tag"), Workflow: int64(c.Int("workflow")), ReplayedFrom: int64(c.Int("replayed-from")),
+		Limit: c.Int("limit"), Cursor: c.String("cursor")})
 	if err != nil {
 		return remoteErr(c, err)
 	}
