@@ -1,7 +1,7 @@
 // Command workflowhttp measures a workflow from outside: the queue binary
 // serving over HTTP, a plain client, 10,000 jobs submitted as ten batches of
 // 1,000 plain jobs against one 10,000-step fan-out/fan-in workflow, eight
-// HTTP workers claiming up to 100 with a 1 s long poll and acknowledging in
+// HTTP workers (-workers) claiming up to 100 with a 1 s long poll and acknowledging in
 // batches; the time from the first submission to the last job done, in
 // rounds, with the ratio. `make bench` runs it on SQLite (and on PostgreSQL
 // when QUEUE_TEST_POSTGRES_DSN is set); docs/benchmarks.md has the figures.
@@ -31,14 +31,15 @@ func main() {
 	db := flag.String("db", "", "the database (default: a SQLite file in a temporary directory)")
 	n := flag.Int("n", 10000, "jobs per run")
 	rounds := flag.Int("rounds", 3, "rounds")
+	workers := flag.Int("workers", 8, "HTTP workers")
 	flag.Parse()
-	if err := run(*bin, *db, *n, *rounds); err != nil {
+	if err := run(*bin, *db, *n, *rounds, *workers); err != nil {
 		fmt.Fprintln(os.Stderr, "workflowhttp:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin, db string, n, rounds int) error {
+func run(bin, db string, n, rounds, workers int) error {
 	dir, err := os.MkdirTemp("", "workflowhttp")
 	if err != nil {
 		return err
@@ -86,8 +87,8 @@ func run(bin, db string, n, rounds int) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	c := &client{url: url}
-	fmt.Printf("%d jobs, 8 HTTP workers, %s\n", n, db)
+	c := &client{url: url, workers: workers}
+	fmt.Printf("%d jobs, %d HTTP workers, %s\n", n, workers, db)
 	for round := range rounds {
 		q := fmt.Sprintf("plain%d-%d", round, time.Now().UnixNano())
 		plain, err := c.drain(q, n, func() error {
@@ -125,7 +126,10 @@ func run(bin, db string, n, rounds int) error {
 	return nil
 }
 
-type client struct{ url string }
+type client struct {
+	url     string
+	workers int
+}
 
 // httpc keeps a connection per worker: Go's default keeps two per host, and
 // eight workers would open and close connections all run long (as the
@@ -153,7 +157,7 @@ func (c *client) post(path string, body, out any) int {
 	return resp.StatusCode
 }
 
-// drain runs submit while eight workers claim and complete from queue,
+// drain runs submit while c.workers workers claim and complete from queue,
 // until n jobs are done, and says how long it took.
 func (c *client) drain(queue string, n int, submit func() error) (time.Duration, error) {
 	var done atomic.Int64
@@ -161,7 +165,7 @@ func (c *client) drain(queue string, n int, submit func() error) (time.Duration,
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	var once sync.Once
-	for range 8 {
+	for range c.workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
