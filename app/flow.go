@@ -316,6 +316,62 @@ func stepGone(tx Tx, nj *NewJob) error {
 	return nil
 }
 
+// OldWorkflow is a finished workflow retention may delete, and its size.
+type OldWorkflow struct {
+	ID    int64
+	Steps int
+}
+
+// MaxOldSteps bounds the steps of the workflows one retention pass
+// deletes (the first workflow goes whatever its size): a thousand
+// workflows of 20,000 steps would be one transaction of tens of millions
+// of rows. What is left goes on the next pass.
+const MaxOldSteps = 100000
+
+// DeleteOldWorkflows is retention's pass over workflows, in one
+// transaction: up to limit workflows finished before before, none with a
+// job still queued or processing (a cancel asked a running step to stop;
+// it may not have yet), the earliest finished first, within MaxOldSteps,
+// go with their steps, edges and jobs. It says how many went.
+func DeleteOldWorkflows(ctx context.Context, w Writer, before time.Time, limit int) (int, error) {
+	n := 0
+	err := w.Write(ctx, func(tx Tx) error {
+		n = 0
+		olds, err := tx.OldWorkflows(before, min(max(limit, 1), BulkBatch))
+		if err != nil {
+			return err
+		}
+		ids := takeOld(olds, MaxOldSteps)
+		if len(ids) == 0 {
+			return nil
+		}
+		if err := tx.DeleteWorkflows(ids); err != nil {
+			return err
+		}
+		n = len(ids)
+		return tx.Fault(FaultDelete, 0)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("delete old workflows: %w", err)
+	}
+	return n, nil
+}
+
+// takeOld is the ids of olds, in order, while their steps stay within
+// maxSteps, and at least the first.
+func takeOld(olds []OldWorkflow, maxSteps int) []int64 {
+	var ids []int64
+	steps := 0
+	for _, o := range olds {
+		if len(ids) > 0 && steps+o.Steps > maxSteps {
+			break
+		}
+		steps += o.Steps
+		ids = append(ids, o.ID)
+	}
+	return ids
+}
+
 // settle derives wf's status from its counts, stores it, and announces a
 // change.
 func settle(tx Tx, wf *Workflow) error {

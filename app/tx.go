@@ -124,6 +124,13 @@ type Tx interface {
 	// as met per edge from one of parents that kinds resolves, and returns
 	// the steps it leaves waiting on nothing (without their DependsOn).
 	Resolve(wf int64, parents []string, kinds EdgeKinds) ([]*WorkflowStep, error)
+	// OldWorkflows reads up to limit workflows that finished (done or
+	// cancelled) before before and have no job queued or processing, the
+	// earliest finished first (PostgreSQL locks them).
+	OldWorkflows(before time.Time, limit int) ([]OldWorkflow, error)
+	// DeleteWorkflows deletes workflows ids with their steps, edges and
+	// jobs (which leave the counts); their dead-letter rows stay.
+	DeleteWorkflows(ids []int64) error
 	// CancelWaiting cancels (finished now) every waiting step of workflow
 	// wf and says how many.
 	CancelWaiting(wf int64) (int, error)

@@ -105,6 +105,9 @@ func (s *Store) Throughput(ctx context.Context, since time.Time) ([]app.MinuteCo
 
 // DeleteOld implements app.Store.
 func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, error) {
+	if req.What == app.OldWorkflows {
+		return app.DeleteOldWorkflows(ctx, s, req.Before, req.Limit)
+	}
 	limit := min(max(req.Limit, 1), app.BulkBatch)
 	inScope := func(queue string) bool {
 		return (req.Queue == "" || queue == req.Queue) && !slices.Contains(req.Except, queue)
@@ -128,9 +131,6 @@ func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, e
 					n++
 				}
 			}
-			return t.Fault(app.FaultDelete, 0)
-		case app.OldWorkflows:
-			n = t.oldWorkflows(req.Before, limit)
 			return t.Fault(app.FaultDelete, 0)
 		case app.OldEvents:
 			n = dropOld(t, &s.events, limit, func(e app.Event) bool { return e.At.Before(req.Before) })

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -143,22 +144,6 @@ func (t *tx) CancelWaiting(wf int64) (int, error) {
 	return n, nil
 }
 
-// deleteWorkflow deletes workflow id, its steps, edges and jobs.
-func (t *tx) deleteWorkflow(id int64) {
-	f := &t.s.flows
-	for _, name := range f.order[id] {
-		del(t, f.steps, stepKey{id, name})
-		del(t, f.children, stepKey{id, name})
-	}
-	del(t, f.order, id)
-	del(t, f.rows, id)
-	for jid, j := range t.s.jobs {
-		if j.WorkflowID == id {
-			t.deleteJob(jid)
-		}
-	}
-}
-
 // ListWorkflows implements app.Store.
 func (s *Store) ListWorkflows(ctx context.Context, f app.WorkflowFilter) ([]*app.Workflow, error) {
 	s.mu.Lock()
@@ -217,24 +202,47 @@ func (s *Store) Parents(ctx context.Context, wf int64, steps []string) (map[stri
 	return out, nil
 }
 
-// oldWorkflows deletes up to limit workflows finished before before.
-func (t *tx) oldWorkflows(before time.Time, limit int) int {
-	var ids []int64
+// OldWorkflows implements app.Tx.
+func (t *tx) OldWorkflows(before time.Time, limit int) ([]app.OldWorkflow, error) {
 	live := map[int64]bool{} // workflows with a job still queued or processing
 	for _, j := range t.s.jobs {
 		if j.WorkflowID != 0 && (j.Status == app.StatusQueued || j.Status == app.StatusProcessing) {
 			live[j.WorkflowID] = true
 		}
 	}
+	var old []*app.Workflow
 	for id, w := range t.s.flows.rows {
 		if w.Status.Finished() && w.FinishedAt != nil && w.FinishedAt.Before(before) && !live[id] {
-			ids = append(ids, id)
+			old = append(old, w)
 		}
 	}
-	slices.Sort(ids)
-	ids = ids[:min(len(ids), limit)]
-	for _, id := range ids {
-		t.deleteWorkflow(id)
+	slices.SortFunc(old, func(a, b *app.Workflow) int {
+		return cmp.Or(a.FinishedAt.Compare(*b.FinishedAt), cmp.Compare(a.ID, b.ID))
+	})
+	out := make([]app.OldWorkflow, 0, min(len(old), limit))
+	for _, w := range old[:min(len(old), limit)] {
+		out = append(out, app.OldWorkflow{ID: w.ID, Steps: w.StepCount})
 	}
-	return len(ids)
+	return out, nil
+}
+
+// DeleteWorkflows implements app.Tx.
+func (t *tx) DeleteWorkflows(ids []int64) error {
+	f := &t.s.flows
+	gone := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		gone[id] = true
+		for _, name := range f.order[id] {
+			del(t, f.steps, stepKey{id, name})
+			del(t, f.children, stepKey{id, name})
+		}
+		del(t, f.order, id)
+		del(t, f.rows, id)
+	}
+	for jid, j := range t.s.jobs { // one pass, however many workflows
+		if gone[j.WorkflowID] {
+			t.deleteJob(jid)
+		}
+	}
+	return nil
 }

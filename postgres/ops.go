@@ -100,21 +100,12 @@ func (s *Store) Throughput(ctx context.Context, since time.Time) ([]app.MinuteCo
 }
 
 // DeleteOld implements app.Store: one bounded DELETE of the rows of
-// oldRows[req.What] older than req.Before; finished workflows go with
-// their steps, edges and jobs in one statement.
+// oldRows[req.What] older than req.Before; workflows go by app's rule
+// (app.DeleteOldWorkflows).
 func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, error) {
 	if req.What == app.OldWorkflows {
-		var n int
-		err := s.write(ctx, func(w *wtx) (err error) {
-			if n, err = w.deleteOldWorkflows(req.Before, min(max(req.Limit, 1), app.BulkBatch), maxOldSteps); err != nil {
-				return err
-			}
-			return w.Fault(app.FaultDelete, 0)
-		})
-		if err != nil {
-			return 0, fmt.Errorf("delete old %s: %w", req.What, mapErr(err))
-		}
-		return n, nil
+		n, err := app.DeleteOldWorkflows(ctx, s, req.Before, req.Limit)
+		return n, mapErr(err)
 	}
 	o, ok := oldRows[req.What]
 	if !ok {
@@ -159,7 +150,7 @@ var oldRows = map[string]struct {
 	table, key, cond string
 	queued           bool
 }{
-	// A workflow's jobs go with their workflow (see deleteOldWorkflows).
+	// A workflow's jobs go with their workflow (see app.DeleteOldWorkflows).
 	app.OldFinished:   {"jobs", "id", "status IN ('done', 'cancelled') AND finished_at < %s AND workflow_id IS NULL", true},
 	app.OldDead:       {"dead_letter_jobs", "id", "moved_to_dead_letter_at < %s", true},
 	app.OldEvents:     {"events", "id", "at < %s", false},

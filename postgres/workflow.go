@@ -310,28 +310,20 @@ func (s *Store) Parents(ctx context.Context, wf int64, steps []string) (map[stri
 	return out, nil
 }
 
-// maxOldSteps bounds the steps of the workflows one retention statement
-// deletes (the first workflow goes whatever its size): a thousand workflows
-// of 20,000 steps each would be one transaction deleting 60 million rows.
-// What is left goes on the next sweep.
-const maxOldSteps = 100000
+// OldWorkflows implements app.Tx: the rows are locked, so a retention
+// pass on another node skips them.
+func (w *wtx) OldWorkflows(before time.Time, limit int) ([]app.OldWorkflow, error) {
+	rows, err := w.query(`SELECT id, step_count FROM workflows wf WHERE status IN ('done', 'cancelled') AND finished_at < $1
+			AND NOT EXISTS (SELECT 1 FROM jobs WHERE workflow_id = wf.id AND status IN ('queued', 'processing'))
+		ORDER BY finished_at, id LIMIT $2 FOR UPDATE SKIP LOCKED`, ms(before), limit)
+	return collect(rows, err, func(row pgx.Row) (o app.OldWorkflow, err error) { return o, row.Scan(&o.ID, &o.Steps) })
+}
 
-// deleteOldWorkflows deletes up to limit workflows finished before before,
-// oldest first and while their steps stay under maxSteps (but at least
-// one), with their steps, edges and jobs, in one statement; their
-// dead-letter rows stay for the DLQ's own retention.
-func (w *wtx) deleteOldWorkflows(before time.Time, limit, maxSteps int) (int, error) {
-	var n int
-	err := w.queryRow(`WITH old AS (
-			DELETE FROM workflows WHERE id = ANY(ARRAY(SELECT id FROM (
-				SELECT id, sum(step_count) OVER (ORDER BY finished_at ROWS UNBOUNDED PRECEDING) - step_count AS ahead
-				FROM workflows wf WHERE status IN ('done', 'cancelled') AND finished_at < $1
-					AND NOT EXISTS (SELECT 1 FROM jobs WHERE workflow_id = wf.id AND status IN ('queued', 'processing'))
-				ORDER BY finished_at LIMIT $2) o WHERE ahead < $3))
-			RETURNING id),
-		steps AS (DELETE FROM workflow_steps WHERE workflow_id IN (SELECT id FROM old)),
-		edges AS (DELETE FROM workflow_edges WHERE workflow_id IN (SELECT id FROM old)),
-		jobs AS (DELETE FROM jobs WHERE workflow_id IN (SELECT id FROM old))
-		SELECT count(*) FROM old`, ms(before), limit, maxSteps).Scan(&n)
-	return n, err
+// DeleteWorkflows implements app.Tx: one statement.
+func (w *wtx) DeleteWorkflows(ids []int64) error {
+	_, err := w.exec(`WITH steps AS (DELETE FROM workflow_steps WHERE workflow_id = ANY($1)),
+			edges AS (DELETE FROM workflow_edges WHERE workflow_id = ANY($1)),
+			jobs AS (DELETE FROM jobs WHERE workflow_id = ANY($1))
+		DELETE FROM workflows WHERE id = ANY($1)`, ids)
+	return err
 }

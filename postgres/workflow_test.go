@@ -157,9 +157,9 @@ func TestGetWorkflowReadsTheDeadLetterRow(t *testing.T) {
 	}
 }
 
-// One retention statement deletes the oldest finished workflows while
-// their steps stay under the bound, and at least one.
-func TestOldWorkflowsAreBoundedBySteps(t *testing.T) {
+// A retention pass deletes finished workflows with everything of theirs
+// (the bound on its steps is app's: TestTakeOldIsBoundedBySteps).
+func TestOldWorkflowsLeaveNothing(t *testing.T) {
 	s := mustOpen(t, Options{})
 	for i := range 3 {
 		submitWorkflow(t, s, app.WorkflowInput{Name: fmt.Sprint(i), Steps: []app.StepInput{wfStep("A"), wfStep("B")}})
@@ -169,16 +169,8 @@ func TestOldWorkflowsAreBoundedBySteps(t *testing.T) {
 			}
 		}
 	}
-	before := time.Now().Add(time.Hour)
-	for _, c := range []struct{ maxSteps, want int }{{1, 1}, {3, 2}} {
-		var n int
-		err := s.write(t.Context(), func(w *wtx) (err error) {
-			n, err = w.deleteOldWorkflows(before, 10, c.maxSteps)
-			return err
-		})
-		if err != nil || n != c.want {
-			t.Fatalf("deleteOldWorkflows(bound %d) = %d, %v; want %d", c.maxSteps, n, err, c.want)
-		}
+	if n, err := s.DeleteOld(t.Context(), app.DeleteOldRequest{What: app.OldWorkflows, Before: time.Now().Add(time.Hour), Limit: 10}); err != nil || n != 3 {
+		t.Fatalf("DeleteOld(workflows) = %d, %v; want 3", n, err)
 	}
 	var left int
 	if err := adminConn(t, s).QueryRow(t.Context(), `SELECT (SELECT count(*) FROM workflow_steps) + (SELECT count(*) FROM workflow_edges)

@@ -168,15 +168,8 @@ func (s *Store) Throughput(ctx context.Context, since time.Time) ([]app.MinuteCo
 // oldRows[req.What] older than req.Before.
 func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, error) {
 	if req.What == app.OldWorkflows {
-		n := 0
-		err := s.write(ctx, func(w *wtx) (err error) {
-			n, err = w.deleteOldWorkflows(ms(req.Before), min(max(req.Limit, 1), app.BulkBatch))
-			return err
-		})
-		if err != nil {
-			return 0, fmt.Errorf("delete old workflows: %w", mapErr(err))
-		}
-		return n, nil
+		n, err := app.DeleteOldWorkflows(ctx, s, req.Before, req.Limit)
+		return n, mapErr(err)
 	}
 	o, ok := oldRows[req.What]
 	if !ok {

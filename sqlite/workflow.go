@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/queuehq/queue/app"
 	"github.com/queuehq/queue/internal/sqlq"
@@ -267,50 +268,33 @@ func (w *wtx) CancelWaiting(wf int64) (int, error) {
 	return int(n), err
 }
 
-// maxOldSteps bounds the steps of the workflows one retention pass
-// deletes, as on PostgreSQL.
-const maxOldSteps = 100000
-
-// deleteOldWorkflows deletes up to limit workflows finished before before,
-// with their steps, edges and jobs (which leave the counts).
-func (w *wtx) deleteOldWorkflows(before int64, limit int) (int, error) {
-	// Not while a job of it is still queued or processing (a cancel asked
-	// a running step to stop; it may not have yet), and at most
-	// maxOldSteps steps a pass (at least one workflow): a thousand
-	// workflows of 20,000 steps would hold the writer for tens of millions
-	// of rows.
+// OldWorkflows implements app.Tx.
+func (w *wtx) OldWorkflows(before time.Time, limit int) ([]app.OldWorkflow, error) {
 	rows, err := w.query(`SELECT id, step_count FROM workflows wf WHERE status IN ('done', 'cancelled') AND finished_at < ?
 		AND NOT EXISTS (SELECT 1 FROM jobs WHERE workflow_id = wf.id AND status IN ('queued', 'processing'))
-		ORDER BY finished_at LIMIT ?`, before, limit)
-	type old struct{ id, steps int64 }
-	olds, err := collect(rows, err, func(sc scanner) (o old, err error) { return o, sc.Scan(&o.id, &o.steps) })
-	if err != nil || len(olds) == 0 {
-		return 0, err
-	}
-	var ids []int64
-	for total := int64(0); len(ids) < len(olds) && (len(ids) == 0 || total+olds[len(ids)].steps <= maxOldSteps); {
-		total += olds[len(ids)].steps
-		ids = append(ids, olds[len(ids)].id)
-	}
+		ORDER BY finished_at, id LIMIT ?`, ms(before), limit)
+	return collect(rows, err, func(sc scanner) (o app.OldWorkflow, err error) { return o, sc.Scan(&o.ID, &o.Steps) })
+}
+
+// DeleteWorkflows implements app.Tx.
+func (w *wtx) DeleteWorkflows(ids []int64) error {
 	in := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
 	args := anys(ids)
-	rows, err = w.query(`DELETE FROM jobs WHERE workflow_id IN (`+in+`) RETURNING queue, status`, args...)
+	rows, err := w.query(`DELETE FROM jobs WHERE workflow_id IN (`+in+`) RETURNING queue, status`, args...)
 	gone, err := collect(rows, err, func(sc scanner) (k statusKey, err error) { return k, sc.Scan(&k.queue, &k.status) })
 	if err != nil {
-		return 0, err
+		return err
 	}
 	for _, k := range gone {
 		w.Moved(k.queue, k.status, "", 1)
 	}
 	for _, table := range []string{"workflow_edges", "workflow_steps"} {
 		if _, err := w.exec(`DELETE FROM `+table+` WHERE workflow_id IN (`+in+`)`, args...); err != nil {
-			return 0, err
+			return err
 		}
 	}
-	if _, err := w.exec(`DELETE FROM workflows WHERE id IN (`+in+`)`, args...); err != nil {
-		return 0, err
-	}
-	return len(ids), w.Fault(app.FaultDelete, 0)
+	_, err = w.exec(`DELETE FROM workflows WHERE id IN (`+in+`)`, args...)
+	return err
 }
 
 // ListWorkflows implements app.Store.
