@@ -152,6 +152,25 @@ func (sj *StepJob) NewJob(wf int64, name string, now time.Time) NewJob {
 	return nj
 }
 
+// Spec is sj as the stores keep it: JSON without the payload, which has a
+// column of its own, so that a step's job gets the payload byte for byte
+// (encoding/json would compact it and escape < > &).
+func (sj StepJob) Spec() (string, error) {
+	sj.Payload = nil
+	b, err := json.Marshal(sj)
+	return string(b), err
+}
+
+// ParseStepJob reads a StepJob from its Spec and its stored payload.
+func ParseStepJob(spec string, payload []byte) (StepJob, error) {
+	var sj StepJob
+	if err := json.Unmarshal([]byte(spec), &sj); err != nil {
+		return sj, fmt.Errorf("step job: %w", err)
+	}
+	sj.Payload = json.RawMessage(payload)
+	return sj, nil
+}
+
 // WorkflowStep is one step of a workflow as stored, and as the API shows it.
 type WorkflowStep struct {
 	WorkflowID int64        `json:"workflow_id"`

@@ -69,17 +69,16 @@ func scanStep(row pgx.Row, more ...any) (*app.WorkflowStep, error) {
 	if err := json.Unmarshal([]byte(deps), &s.DependsOn); err != nil {
 		return nil, fmt.Errorf("step %q of workflow %d: depends_on: %w", s.Name, s.WorkflowID, err)
 	}
-	if err := json.Unmarshal([]byte(spec), &s.Job); err != nil {
-		return nil, fmt.Errorf("step %q of workflow %d: spec: %w", s.Name, s.WorkflowID, err)
+	job, err := app.ParseStepJob(spec, []byte(payload))
+	if err != nil {
+		return nil, fmt.Errorf("step %q of workflow %d: %w", s.Name, s.WorkflowID, err)
 	}
-	s.Job.Payload = json.RawMessage(payload)
+	s.Job = job
 	return &s, nil
 }
 
-// stepDoc is a step's dependencies and job spec as stored: the spec
-// without its payload, which has a column of its own, so that a step's job
-// gets the payload byte for byte (encoding/json would compact it and
-// escape HTML in it).
+// stepDoc is a step's dependencies and job spec as stored (see
+// app.StepJob.Spec).
 func stepDoc(s *app.WorkflowStep) (deps, spec string, err error) {
 	d := s.DependsOn
 	if d == nil {
@@ -89,13 +88,10 @@ func stepDoc(s *app.WorkflowStep) (deps, spec string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	j := s.Job
-	j.Payload = nil
-	sb, err := json.Marshal(j)
-	if err != nil {
+	if spec, err = s.Job.Spec(); err != nil {
 		return "", "", fmt.Errorf("step %q: %w", s.Name, err)
 	}
-	return string(db), string(sb), nil
+	return string(db), spec, nil
 }
 
 // InsertWorkflow implements app.Tx.

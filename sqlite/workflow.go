@@ -65,10 +65,11 @@ func (r *stepRow) step() (*app.WorkflowStep, error) {
 	s.Status, s.JobID, s.Failed, s.Result = app.StepStatus(r.status), r.jobID.Int64, r.failed != 0, nullJSON(r.result)
 	s.ReleasedAt, s.FinishedAt = fromNullMS(r.released), fromNullMS(r.fin)
 	s.JobStatus, s.Attempts, s.StartedAt = app.Status(r.jobStatus.String), int(r.attempts.Int64), fromNullMS(r.startedAt)
-	if err := json.Unmarshal([]byte(r.spec), &s.Job); err != nil {
-		return nil, fmt.Errorf("step %q of workflow %d spec: %w", s.Name, s.WorkflowID, err)
+	job, err := app.ParseStepJob(r.spec, []byte(r.payload))
+	if err != nil {
+		return nil, fmt.Errorf("step %q of workflow %d: %w", s.Name, s.WorkflowID, err)
 	}
-	s.Job.Payload = json.RawMessage(r.payload)
+	s.Job = job
 	return s, nil
 }
 
@@ -100,16 +101,12 @@ func (w *wtx) InsertSteps(wf int64, steps []*app.WorkflowStep, edges []app.Workf
 		args := make([]any, 0, 12*len(chunk))
 		for _, s := range chunk {
 			s.WorkflowID = wf
-			// The payload has a column of its own: encoding/json would
-			// compact it and escape < > &, and a job gets it byte for byte.
-			job := s.Job
-			job.Payload = nil
-			spec, err := json.Marshal(job)
+			spec, err := s.Job.Spec()
 			if err != nil {
 				return err
 			}
 			args = append(args, wf, s.Name, s.Position, s.Queue, s.Kind, string(s.Status),
-				nullID(s.JobID), s.Waiting, s.Failed, string(spec), rawOrNull(s.Job.Payload), nullMS(s.ReleasedAt))
+				nullID(s.JobID), s.Waiting, s.Failed, spec, rawOrNull(s.Job.Payload), nullMS(s.ReleasedAt))
 		}
 		if _, err := w.exec(`INSERT INTO workflow_steps (workflow_id, name, position, queue, kind, status,
 			job_id, waiting, failed, spec, payload, released_at) VALUES `+rows(len(chunk), 12), args...); err != nil {
