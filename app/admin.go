@@ -65,7 +65,7 @@ func (s *Service) ListDead(ctx context.Context, in DeadListInput) (*DeadPage, er
 		page.Jobs = []*DeadJob{}
 	}
 	if len(rows) == f.Limit {
-		page.NextCursor = EncodeDeadCursor(rows[len(rows)-1].Key(), f.Asc)
+		page.NextCursor = EncodeDeadCursor(rows[len(rows)-1].Place(), f.Asc)
 	}
 	return page, nil
 }
@@ -401,7 +401,7 @@ func (s *Service) BulkDead(ctx context.Context, action string, in BulkInput, act
 		return &BulkResult{DryRun: true}, nil
 	}
 	if len(top) > 0 {
-		f.Upto = top[0].Key()
+		f.Upto = top[0].Place()
 	}
 	if in.DryRun {
 		n, err := s.Store.CountDead(ctx, f)

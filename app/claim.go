@@ -41,12 +41,38 @@ func Claim(ctx context.Context, w Writer, req ClaimRequest) ([]*Job, error) {
 		if n <= 0 {
 			return nil
 		}
+		lim := tx.KeyLimits(req.Queue)
+		if err := wokenKeys(tx, req.Queue, lim, 1000); err != nil {
+			return err
+		}
 		if out, err = tx.Take(req, n); err != nil {
 			return err
 		}
 		if err := Claimed(tx, out); err != nil {
 			return err
 		}
+		// Under round robin a key has one job released at a time: the next
+		// is released (a millisecond behind the others, see Tx.Release) as
+		// this one is taken, and taken in the same claim if it has room left.
+		for lim.RoundRobin && len(out) < n {
+			if _, err := releaseChanged(tx); err != nil {
+				return err
+			}
+			turn := req
+			turn.Ahead = time.Millisecond
+			more, err := tx.Take(turn, n-len(out))
+			if err != nil {
+				return err
+			}
+			if len(more) == 0 {
+				break
+			}
+			if err := Claimed(tx, more); err != nil {
+				return err
+			}
+			out = append(out, more...)
+		}
+		slices.SortFunc(out, ClaimOrder)
 		if req.Rate > 0 {
 			return tx.SetRate(req.Queue, left+float64(n-len(out)))
 		}
@@ -69,6 +95,9 @@ func Claimed(tx Tx, jobs []*Job) error {
 		}
 		tx.Publish(EventStarted, j.ID, j.Queue, j.Kind, StartedData(j))
 		tx.Moved(j.Queue, StatusQueued, StatusProcessing, 1)
+		if j.Key != "" && tx.KeyLimits(j.Queue).RoundRobin {
+			tx.KeyChanged(j.Queue, j.Key) // its turn is over: the key's next job queues up
+		}
 	}
 	return nil
 }

@@ -53,6 +53,12 @@ type QueueConfig struct {
 	Rate         float64  `toml:"rate" json:"rate"`                   // max claims per second; 0: no limit
 	Burst        int      `toml:"burst" json:"burst"`                 // claims allowed at once under Rate; default max(1, rate)
 	MaxQueued    int      `toml:"max_queued" json:"max_queued"`       // submissions beyond it get 429; 0: no limit
+	// Flow control by key (docs/flow-control.md): at most KeyConcurrency
+	// jobs of one key at once, KeyRate jobs of one key per period, and
+	// Fairness "round_robin" to hand out keys in turn.
+	KeyConcurrency int     `toml:"key_concurrency" json:"key_concurrency,omitempty"`
+	KeyRate        KeyRate `toml:"key_rate" json:"key_rate,omitzero"`
+	Fairness       string  `toml:"fairness" json:"fairness,omitempty"`
 }
 
 // PeriodicConfig declares a job enqueued on a cron schedule ([[periodic]]
@@ -69,6 +75,7 @@ type PeriodicConfig struct {
 	MaxAttempts   int      `toml:"max_attempts" json:"max_attempts"`
 	Timeout       Duration `toml:"timeout" json:"timeout"`
 	Tags          []string `toml:"tags" json:"tags"`
+	Key           string   `toml:"key" json:"key,omitempty"` // the jobs' flow-control key
 	CatchUp       string   `toml:"catch_up" json:"catch_up"` // "one" (default) or "none"
 	SkipIfPending bool     `toml:"skip_if_pending" json:"skip_if_pending"`
 
@@ -112,6 +119,16 @@ func (c *Config) Queue(name string) QueueConfig {
 		Burst:        firstInt(q.Burst, d.Burst, 0),
 		MaxQueued:    firstInt(q.MaxQueued, d.MaxQueued, 0),
 		Rate:         q.Rate,
+
+		KeyConcurrency: firstInt(q.KeyConcurrency, d.KeyConcurrency, 0),
+		KeyRate:        q.KeyRate,
+		Fairness:       q.Fairness,
+	}
+	if out.KeyRate.N == 0 {
+		out.KeyRate = d.KeyRate
+	}
+	if out.Fairness == "" {
+		out.Fairness = d.Fairness
 	}
 	if out.Rate == 0 {
 		out.Rate = d.Rate
@@ -132,6 +149,11 @@ func firstInt(vs ...int) int {
 func (c *Config) Backoff(queue string, attempt int) time.Duration {
 	q := c.Queue(queue)
 	return Backoff(attempt, q.BackoffBase.D(), q.BackoffMax.D())
+}
+
+// KeyLimits is how queue limits the jobs of one key (see QueueConfig).
+func (c *Config) KeyLimits(queue string) KeyLimits {
+	return c.Queue(queue).KeyLimits()
 }
 
 // MaxQueued maps each queue with a max_queued limit to it.

@@ -14,6 +14,10 @@ type Effects struct {
 	Recorded  []Event
 	Woken     []string
 	Counts    map[CountKey]*CountVal
+	// Keys gives the key limits of a queue (the store's
+	// StoreOptions.KeyLimits; nil limits nothing).
+	Keys    func(queue string) KeyLimits
+	changed []QueueKey
 }
 
 // CountKey is the throughput of a queue in one second.
@@ -33,6 +37,7 @@ func (e *Effects) Reset(now time.Time) {
 	clear(e.Recorded)
 	e.Published, e.Recorded, e.Woken = e.Published[:0], e.Recorded[:0], e.Woken[:0]
 	clear(e.Counts)
+	e.changed = e.changed[:0]
 }
 
 // Merge adds what o collected to e (a write that joins others in one
@@ -90,3 +95,23 @@ func (e *Effects) count(k CountKey, completed, failed int64) {
 
 // Wake wakes the claimers of queue after the commit.
 func (e *Effects) Wake(queue string) { e.Woken = append(e.Woken, queue) }
+
+// KeyLimits is how queue limits its keys (see Effects.Keys).
+func (e *Effects) KeyLimits(queue string) KeyLimits {
+	if e.Keys == nil {
+		return KeyLimits{}
+	}
+	return e.Keys(queue)
+}
+
+// KeyChanged notes key of queue for SettleKeys.
+func (e *Effects) KeyChanged(queue, key string) {
+	e.changed = append(e.changed, QueueKey{queue, key})
+}
+
+// ChangedKeys names the keys noted since the last Reset (or TakeChanged).
+func (e *Effects) ChangedKeys() []QueueKey {
+	out := e.changed
+	e.changed = e.changed[:0:0]
+	return out
+}

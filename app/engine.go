@@ -56,6 +56,7 @@ func CompleteTx(tx Tx, items []Completion) ([]error, error) {
 			return nil, err
 		}
 		Completed(tx, j.Queue, j.Kind, j.ID, j.StartedAt)
+		KeyEnded(tx, j.Queue, j.Key)
 		if j.WorkflowID != 0 {
 			ends = append(ends, StepEnd{Workflow: j.WorkflowID, Step: j.Step, JobID: j.ID, To: StepDone, Result: it.Result})
 		}
@@ -255,6 +256,7 @@ func moveToDead(tx Tx, j *Job, reason, note string) (*DeadJob, error) {
 	}
 	tx.Event(EventDeadLettered, j.ID, j.Queue, j.Kind, eventData(map[string]any{"reason": reason, "attempts": j.Attempts}))
 	tx.Moved(j.Queue, j.Status, StatusDeadLetter, 1)
+	KeyEnded(tx, j.Queue, j.Key)
 	if j.WorkflowID != 0 {
 		if err := stepEnded(tx, j.WorkflowID, j.Step, j.ID, StepDead, nil, d.LastError); err != nil {
 			return nil, err
@@ -286,6 +288,7 @@ func cancelled(tx Tx, j *Job) (*Job, error) {
 	tx.Event(EventCancelled, j.ID, j.Queue, j.Kind, nil)
 	tx.Moved(j.Queue, j.Status, StatusCancelled, 1)
 	tx.Wake(j.Queue)
+	KeyEnded(tx, j.Queue, j.Key)
 	if j.WorkflowID != 0 {
 		if err := stepEnded(tx, j.WorkflowID, j.Step, j.ID, StepCancelled, nil, "cancelled: "+reason); err != nil {
 			return nil, err
@@ -477,6 +480,7 @@ func ExpireTTL(ctx context.Context, w Writer, limit int) (int, error) {
 			}
 			tx.Event(EventExpired, r.ID, r.Queue, r.Kind, nil)
 			tx.Moved(r.Queue, StatusQueued, StatusCancelled, 1)
+			KeyEnded(tx, r.Queue, r.Key)
 			if r.WorkflowID != 0 {
 				ends = append(ends, StepEnd{Workflow: r.WorkflowID, Step: r.Step, JobID: r.ID, To: StepCancelled, Error: "cancelled: " + CancelExpired})
 			}
@@ -591,7 +595,7 @@ func Replay(ctx context.Context, w Writer, req ReplayRequest) ([]*Job, error) {
 			}
 			jobs[i] = &nj
 		}
-		if out, err = tx.Insert(jobs...); err != nil {
+		if out, err = insert(tx, jobs...); err != nil {
 			return err
 		}
 		if err := tx.Resurrected(rows, out); err != nil {
@@ -641,7 +645,7 @@ func FirePeriodic(ctx context.Context, w Writer, fire PeriodicFire) (*Job, bool,
 		}
 		nj := fire.Job
 		var jobs []*Job
-		if jobs, err = tx.Insert(&nj); err != nil {
+		if jobs, err = insert(tx, &nj); err != nil {
 			return err
 		}
 		job = jobs[0]

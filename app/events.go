@@ -17,6 +17,7 @@ const (
 	EventCancelled      = "job.cancelled"
 	EventCancelRequest  = "job.cancel_requested"
 	EventSnoozed        = "job.snoozed"
+	EventDebounced      = "job.debounced"
 	EventExpired        = "job.expired"
 	EventLeaseLost      = "job.lease_lost"
 	EventDLQReplayed    = "dlq.replayed"

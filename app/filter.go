@@ -65,6 +65,9 @@ func (f JobFilter) Conds(now time.Time) []Cond {
 	if f.Workflow > 0 {
 		c = append(c, Cond{"workflow_id", OpEq, f.Workflow})
 	}
+	if f.Key != "" {
+		c = append(c, Cond{"flow_key", OpEq, f.Key})
+	}
 	if !f.LeaseExpiredBefore.IsZero() {
 		c = append(c, Cond{"lease_expires_at", OpLt, f.LeaseExpiredBefore})
 	}

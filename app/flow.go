@@ -89,7 +89,7 @@ func insertJobs(tx Tx, wf int64, steps []*WorkflowStep) error {
 		nj := s.Job.NewJob(wf, s.Name, now)
 		njs[i] = &nj
 	}
-	jobs, err := tx.Insert(njs...)
+	jobs, err := insert(tx, njs...)
 	if err != nil {
 		return fmt.Errorf("release steps of workflow %d: %w", wf, err)
 	}

@@ -39,6 +39,13 @@ type Job struct {
 	// WorkflowID and Step name the workflow step the job runs, if any.
 	WorkflowID int64  `json:"workflow_id,omitempty"`
 	Step       string `json:"step,omitempty"`
+	// Key is the job's flow-control key (docs/flow-control.md), if any.
+	Key string `json:"key,omitempty"`
+	// Held: queued, but held back until its key has room (KeyLimits).
+	Held bool `json:"waiting_for_key,omitempty"`
+	// Dedupe is the signature a unique, debounce or throttle rule stored
+	// the job under (see Dedupe); not shown.
+	Dedupe string `json:"-"`
 	// Parents are the steps this step depends on, with their results; set
 	// in claim answers only.
 	Parents    []Parent   `json:"parents,omitempty"`
@@ -100,6 +107,8 @@ type DeadJob struct {
 	// replay runs the step again.
 	WorkflowID int64  `json:"workflow_id,omitempty"`
 	Step       string `json:"step,omitempty"`
+	// Key is the job's flow-control key: a replay keeps it.
+	Key string `json:"key,omitempty"`
 }
 
 // DeadLetterInfo is the dead_letter object of a job shown through GET /api/jobs/{id}.
@@ -123,7 +132,7 @@ func (d *DeadJob) AsJob() *Job {
 		Attempts: d.Attempts, MaxAttempts: d.MaxAttempts, Timeout: d.Timeout,
 		Tags: d.Tags, IdempotencyKey: d.IdempotencyKey, Lease: d.OriginalLease,
 		Errors: d.Errors, ReplayedFrom: d.ReplayedFrom, WorkerID: d.WorkerID, StartedAt: d.StartedAt,
-		WorkflowID: d.WorkflowID, Step: d.Step,
+		WorkflowID: d.WorkflowID, Step: d.Step, Key: d.Key,
 		CreatedAt: d.OriginalCreatedAt, UpdatedAt: d.MovedAt, FinishedAt: &d.MovedAt,
 		DeadLetter: &DeadLetterInfo{
 			Reason: d.Reason, LastError: d.LastError, MovedAt: d.MovedAt,
@@ -151,6 +160,16 @@ type NewJob struct {
 	// WorkflowID and Step: the job runs this workflow step (0, "": none).
 	WorkflowID int64
 	Step       string
+	// Key is the job's flow-control key ("": none); Held, set by the
+	// rules (see insert), stores the job held back for its key.
+	Key  string
+	Held bool
+	// Unique, Debounce and Throttle are the submission's dedupe rule, at
+	// most one (see Dedupe); Submit sets Dedupe, the signature stored.
+	Unique   *UniqueRule
+	Debounce time.Duration
+	Throttle time.Duration
+	Dedupe   string
 }
 
 // Submitted is a store's answer for one NewJob: the stored job, and whether
@@ -158,6 +177,9 @@ type NewJob struct {
 type Submitted struct {
 	Job      *Job
 	Existing bool
+	// Duplicate: a unique, debounce or throttle rule answered with Job, a
+	// job stored before (a debounce changed its payload and run_at).
+	Duplicate bool
 }
 
 // Duration is a time.Duration that JSON shows as a duration string in the
@@ -457,7 +479,7 @@ func (nj *NewJob) Row(now time.Time) *Job {
 		Queue: nj.Queue, Kind: nj.Kind, Payload: payload, Status: StatusQueued, Priority: nj.Priority,
 		RunAt: ms(runAt), MaxAttempts: nj.MaxAttempts, Timeout: Duration(nj.Timeout.Truncate(time.Millisecond)),
 		Tags: nj.Tags, IdempotencyKey: nj.IdempotencyKey, ReplayedFrom: nj.ReplayedFrom, CreatedAt: now, UpdatedAt: now,
-		WorkflowID: nj.WorkflowID, Step: nj.Step,
+		WorkflowID: nj.WorkflowID, Step: nj.Step, Key: nj.Key, Held: nj.Held, Dedupe: nj.Dedupe,
 	}
 	if nj.ExpiresAt != nil {
 		at := ms(*nj.ExpiresAt)

@@ -156,7 +156,7 @@ func DeadFromJob(job *Job, reason string, now time.Time) *DeadJob {
 		ReplayedFrom: job.ReplayedFrom, Reason: reason, LastError: last,
 		MovedAt: now, OriginalLease: job.Lease,
 		StartedAt: job.StartedAt, RunAt: &runAt, WorkerID: job.WorkerID,
-		WorkflowID: job.WorkflowID, Step: job.Step,
+		WorkflowID: job.WorkflowID, Step: job.Step, Key: job.Key,
 	}
 }
 
@@ -169,7 +169,7 @@ func ReplayJob(d *DeadJob, runAt time.Time) NewJob {
 		Queue: d.Queue, Kind: d.Kind, Payload: d.Payload, Priority: d.Priority,
 		RunAt: runAt, MaxAttempts: d.MaxAttempts, Timeout: d.Timeout.D(),
 		Tags: d.Tags, IdempotencyKey: d.IdempotencyKey, ReplayedFrom: &from,
-		WorkflowID: d.WorkflowID, Step: d.Step,
+		WorkflowID: d.WorkflowID, Step: d.Step, Key: d.Key,
 	}
 }
 

@@ -248,7 +248,7 @@ func (p *Scheduler) Due(ctx context.Context) (time.Time, error) {
 
 func (p *Scheduler) fire(ctx context.Context, e PeriodicConfig, at time.Time) error {
 	s := p.Service
-	in := SubmitInput{Queue: e.Queue, Kind: e.Kind, Payload: e.PayloadJSON, Tags: e.Tags}
+	in := SubmitInput{Queue: e.Queue, Kind: e.Kind, Payload: e.PayloadJSON, Tags: e.Tags, Key: e.Key}
 	if e.Priority != 0 {
 		in.Priority = &e.Priority
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -194,8 +195,9 @@ func (s *Service) Events(ctx context.Context, id int64) ([]Event, error) {
 // ListInput is the query of GET /api/jobs.
 type ListInput struct {
 	Queue, Kind, Status, Tag string
-	ReplayedFrom             int64 // the dead-letter row the jobs were replayed from
-	Workflow                 int64 // the workflow whose steps the jobs run
+	ReplayedFrom             int64  // the dead-letter row the jobs were replayed from
+	Workflow                 int64  // the workflow whose steps the jobs run
+	Key                      string // the flow-control key of the jobs
 	Limit                    int
 	Cursor                   string
 	Asc                      bool
@@ -239,7 +241,13 @@ func (s *Service) List(ctx context.Context, in ListInput) (*JobPage, error) {
 
 func (in ListInput) filter() (JobFilter, error) {
 	f := JobFilter{Queue: in.Queue, Kind: in.Kind, Tag: in.Tag, Status: in.Status, ReplayedFrom: in.ReplayedFrom,
-		Workflow: in.Workflow, Asc: in.Asc, Limit: in.Limit}
+		Workflow: in.Workflow, Key: in.Key, Asc: in.Asc, Limit: in.Limit}
+	if len(f.Key) > MaxKeyLength {
+		return f, Invalid("key", "key is %d bytes; at most %d", len(f.Key), MaxKeyLength)
+	}
+	if f.Key != "" && f.Status == string(StatusDeadLetter) {
+		return f, Invalid("key", "the dead-letter rows are not filtered by key; leave out key or status dead_letter")
+	}
 	if f.Queue != "" {
 		if err := ValidateQueue(f.Queue); err != nil {
 			return f, Invalid("queue", "%v", err)
@@ -314,6 +322,9 @@ type ClaimInput struct {
 	Wait     *Duration `json:"wait"`
 	Kinds    []string  `json:"kinds"`
 	Timeout  *Duration `json:"timeout"`
+	// Queues, for POST /api/claim, names the queues to claim from, with
+	// weights or in a strict order (see QueueChoice).
+	Queues *QueueChoice `json:"queues,omitempty"`
 }
 
 // Claim hands out up to in.Limit jobs of queue. With a wait it holds the
@@ -322,25 +333,35 @@ type ClaimInput struct {
 // A claim that finds nothing and would wait while the server holds
 // Config.MaxWaiters waits already returns ErrTooManyWaiters.
 func (s *Service) Claim(ctx context.Context, queue string, in ClaimInput) ([]*Job, error) {
-	return s.claim(ctx, queue, in, true)
+	return s.claim(ctx, &QueueChoice{Names: []string{queue}}, in, true)
+}
+
+// ClaimQueues is Claim over several queues (in.Queues): by weight, each
+// queue's share of the claim drawn at random in proportion, or in a strict
+// order, each queue emptied before the next. A wait wakes on any of them.
+func (s *Service) ClaimQueues(ctx context.Context, in ClaimInput) ([]*Job, error) {
+	if in.Queues == nil || len(in.Queues.Names) == 0 {
+		return nil, Invalid("queues", "name the queues to claim from: {\"queues\": {\"critical\": 6, \"default\": 3}} or [\"critical\", \"default\"]")
+	}
+	return s.claim(ctx, in.Queues, in, true)
 }
 
 // ClaimLocal is Claim for the in-process workers (package worker's
 // LocalBackend): its wait does not count against Config.MaxWaiters,
 // since their number is set by the config, not by clients.
 func (s *Service) ClaimLocal(ctx context.Context, queue string, in ClaimInput) ([]*Job, error) {
-	return s.claim(ctx, queue, in, false)
+	return s.claim(ctx, &QueueChoice{Names: []string{queue}}, in, false)
 }
 
 // Stopping is closed once Stop was called: in-process workers stop claiming.
 func (s *Service) Stopping() <-chan struct{} { return s.stop }
 
-// claim is Claim; capped says whether its wait counts against
-// Config.MaxWaiters. The in-process workers' waits do not: their
-// number is set by the config, not by clients.
-func (s *Service) claim(ctx context.Context, queue string, in ClaimInput, capped bool) ([]*Job, error) {
-	if err := ValidateQueue(queue); err != nil {
-		return nil, Invalid("queue", "%v", err)
+// claim is Claim over the queues of qs; capped says whether its wait
+// counts against Config.MaxWaiters. The in-process workers' waits do not:
+// their number is set by the config, not by clients.
+func (s *Service) claim(ctx context.Context, qs *QueueChoice, in ClaimInput, capped bool) ([]*Job, error) {
+	if err := qs.check(); err != nil {
+		return nil, err
 	}
 	if in.Limit == 0 {
 		in.Limit = 1
@@ -366,18 +387,26 @@ func (s *Service) claim(ctx context.Context, queue string, in ClaimInput, capped
 			return nil, Invalid("wait", "wait must be between 0s and 60s")
 		}
 	}
-	q := s.Config.Queue(queue)
-	req := ClaimRequest{Queue: queue, WorkerID: in.WorkerID, Limit: in.Limit, Kinds: in.Kinds,
-		Concurrency: q.Concurrency, Rate: q.Rate, Burst: q.Burst}
+	reqs := make([]ClaimRequest, len(qs.Names))
+	recheck := time.Second // scheduled jobs coming due; changes made on another node
+	for i, queue := range qs.Names {
+		q := s.Config.Queue(queue)
+		reqs[i] = ClaimRequest{Queue: queue, WorkerID: in.WorkerID, Kinds: in.Kinds,
+			Concurrency: q.Concurrency, Rate: q.Rate, Burst: q.Burst}
+		if q.Rate > 0 {
+			recheck = min(recheck, time.Duration(float64(time.Second)/q.Rate))
+		}
+		if r := q.KeyRate.PerSecond(); r > 0 {
+			recheck = min(recheck, max(time.Duration(float64(time.Second)/r), 10*time.Millisecond))
+		}
+	}
 	if in.Timeout != nil {
 		if in.Timeout.D() < time.Millisecond || in.Timeout.D() > MaxTimeout {
 			return nil, Invalid("timeout", "timeout must be between 1ms and 24h")
 		}
-		req.Timeout = in.Timeout.D()
-	}
-	recheck := time.Second // scheduled jobs coming due; changes made on another node
-	if q.Rate > 0 {
-		recheck = min(recheck, time.Duration(float64(time.Second)/q.Rate))
+		for i := range reqs {
+			reqs[i].Timeout = in.Timeout.D()
+		}
 	}
 	held := false
 	defer func() {
@@ -386,14 +415,22 @@ func (s *Service) claim(ctx context.Context, queue string, in ClaimInput, capped
 		}
 	}()
 	deadline := time.Now().Add(wait)
-	for {
-		var wake <-chan struct{}
-		if wait > 0 {
-			wake = s.Store.Wake(queue) // before looking: a job landing in between still wakes us
+	wakes := make([]<-chan struct{}, len(reqs))
+	unwake := func() {
+		for i, c := range wakes {
+			s.unwake(reqs[i].Queue, c)
+			wakes[i] = nil
 		}
-		jobs, err := s.Store.Claim(ctx, req)
+	}
+	for {
+		if wait > 0 { // before looking: a job landing in between still wakes us
+			for i := range reqs {
+				wakes[i] = s.Store.Wake(reqs[i].Queue)
+			}
+		}
+		jobs, err := s.claimFrom(ctx, qs, reqs, in.Limit)
 		if err != nil || len(jobs) > 0 {
-			s.unwake(queue, wake)
+			unwake()
 			if err == nil {
 				err = s.withParents(ctx, jobs)
 			}
@@ -401,30 +438,103 @@ func (s *Service) claim(ctx context.Context, queue string, in ClaimInput, capped
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			s.unwake(queue, wake)
+			unwake()
 			return []*Job{}, nil
 		}
 		if capped && !held {
 			if err := s.holdWait(); err != nil {
-				s.unwake(queue, wake)
+				unwake()
 				return nil, err
 			}
 			held = true
 		}
 		t := time.NewTimer(min(left, recheck))
-		select {
-		case <-wake:
-		case <-t.C:
-		case <-s.stop:
+		switch waitAny(ctx, wakes, t.C, s.stop) {
+		case waitStop:
 			deadline = time.Now()
-		case <-ctx.Done():
+		case waitGone:
 			t.Stop()
-			s.unwake(queue, wake)
+			unwake()
 			return []*Job{}, nil // the claimer left; nothing was handed out
 		}
 		t.Stop()
-		s.unwake(queue, wake)
+		unwake()
 	}
+}
+
+// claimFrom claims up to limit jobs from the queues of reqs as qs orders
+// them: one claim per queue, each its own transaction.
+func (s *Service) claimFrom(ctx context.Context, qs *QueueChoice, reqs []ClaimRequest, limit int) ([]*Job, error) {
+	if len(reqs) == 1 {
+		reqs[0].Limit = limit
+		return s.Store.Claim(ctx, reqs[0])
+	}
+	var out []*Job
+	order, shares := qs.plan(limit)
+	for pass := 0; pass < 2 && len(out) < limit; pass++ {
+		for _, i := range order {
+			n := limit - len(out)
+			if pass == 0 {
+				n = min(n, shares[i])
+			}
+			if n <= 0 {
+				continue
+			}
+			reqs[i].Limit = n
+			jobs, err := s.Store.Claim(ctx, reqs[i])
+			if err != nil {
+				if len(out) > 0 { // what was claimed is handed out; the error waits
+					return out, nil
+				}
+				return nil, err
+			}
+			out = append(out, jobs...)
+		}
+		if qs.Weights == nil {
+			break // strict order: one pass took all it could
+		}
+	}
+	return out, nil
+}
+
+// What waitAny saw.
+const (
+	waitWoken = iota
+	waitStop
+	waitGone
+)
+
+// waitAny waits for one of wakes (nil ones never), the timer, the
+// service's stop or the caller leaving.
+func waitAny(ctx context.Context, wakes []<-chan struct{}, timer <-chan time.Time, stop <-chan struct{}) int {
+	if len(wakes) == 1 {
+		select {
+		case <-wakes[0]:
+		case <-timer:
+		case <-stop:
+			return waitStop
+		case <-ctx.Done():
+			return waitGone
+		}
+		return waitWoken
+	}
+	cases := []reflect.SelectCase{
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer)},
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(stop)},
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+	}
+	for _, c := range wakes {
+		if c != nil {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c)})
+		}
+	}
+	switch i, _, _ := reflect.Select(cases); i {
+	case 1:
+		return waitStop
+	case 2:
+		return waitGone
+	}
+	return waitWoken
 }
 
 // unwake lets go of a channel Store.Wake gave (if any).

@@ -125,7 +125,36 @@ type QueueStore interface {
 	Waiting(ctx context.Context, dueBefore time.Time) ([]KindWait, error)
 	// Throughput returns completed and failed counts per minute since since.
 	Throughput(ctx context.Context, since time.Time) ([]MinuteCount, error)
+	// KeyStats reads queue's keys for its page (see KeyStats), up to limit
+	// keys in each list.
+	KeyStats(ctx context.Context, queue string, limit int) (*KeyStats, error)
+	// HeldCounts counts the jobs each queue holds back for their keys
+	// (queues with none are left out).
+	HeldCounts(ctx context.Context) (map[string]int, error)
 }
+
+// KeyStats is what a queue's page shows of its keys.
+type KeyStats struct {
+	// Held counts the queue's jobs waiting for their key to have room.
+	Held int `json:"held"`
+	// Busiest are the keys with the most jobs queued or processing, among
+	// the first MaxKeyScan live keyed jobs of the queue; AtLimit, the keys
+	// holding jobs back, most held first, among the first MaxKeyScan held.
+	Busiest []KeyCount `json:"busiest"`
+	AtLimit []KeyCount `json:"at_limit"`
+}
+
+// KeyCount is one key's jobs: queued (held ones included), processing, held.
+type KeyCount struct {
+	Key        string `json:"key"`
+	Queued     int    `json:"queued"`
+	Processing int    `json:"processing"`
+	Held       int    `json:"held"`
+}
+
+// MaxKeyScan bounds the rows KeyStats reads for its lists, so a queue page
+// stays fast with a million keyed jobs.
+const MaxKeyScan = 100_000
 
 // MaintenanceStore is the work of the maintenance loop and retention.
 type MaintenanceStore interface {
@@ -175,6 +204,9 @@ type StoreOptions struct {
 	// ObserveWrite, if set, sees the size (requests or rows) and duration of
 	// every write transaction, for metrics.
 	ObserveWrite func(batch int, took time.Duration)
+	// KeyLimits gives how a queue limits the jobs of one key (the
+	// Service's Config.KeyLimits); if nil, no queue limits its keys.
+	KeyLimits func(queue string) KeyLimits
 }
 
 // FaultFunc lets tests break a transaction at a named point (see FaultPoint).
@@ -208,6 +240,9 @@ const (
 	// FaultDelete follows the DELETE of jobs or dead-letter rows by purge
 	// or retention.
 	FaultDelete FaultPoint = "delete.after_delete"
+	// FaultKeyRelease follows the UPDATE that releases the held jobs a
+	// key has room for (see SettleKeys).
+	FaultKeyRelease FaultPoint = "key.after_release"
 )
 
 // ClockOrSystem returns o.Clock, or the system clock.
@@ -241,6 +276,10 @@ type ClaimRequest struct {
 	// claims allowed at once (0: max(1, Rate)).
 	Rate  float64
 	Burst int
+	// Ahead also hands out jobs due within it (set by Claim only: a
+	// round-robin claim's later rounds take the turns it released, which
+	// Release placed a millisecond ahead).
+	Ahead time.Duration
 }
 
 // Completion acknowledges one job.
@@ -365,8 +404,10 @@ type JobFilter struct {
 	LeaseExpiredBefore time.Time
 	// Workflow, if positive, matches the jobs of that workflow's steps.
 	Workflow int64
-	Asc      bool
-	Limit    int
+	// Key, if set, matches the jobs of that flow-control key.
+	Key   string
+	Asc   bool
+	Limit int
 }
 
 // Empty reports whether f selects by nothing but ids/paging.
@@ -404,8 +445,8 @@ type DeadKey struct {
 	ID      int64
 }
 
-// Key is d's place in the listing.
-func (d *DeadJob) Key() *DeadKey { return &DeadKey{d.MovedAt, d.ID} }
+// Place is d's place in the listing.
+func (d *DeadJob) Place() *DeadKey { return &DeadKey{d.MovedAt, d.ID} }
 
 // Empty reports whether f selects by nothing but ids/paging.
 func (f DeadFilter) Empty() bool { return f.Queue == "" && f.Kind == "" && f.Tag == "" }

@@ -32,10 +32,12 @@ func Submit(ctx context.Context, st JobStore, req SubmitRequest) ([]Submitted, e
 	return out, nil
 }
 
-// plain reports whether no job of req has a key or goes to a limited queue.
+// plain reports whether no job of req has an idempotency key, a
+// flow-control key or a dedupe rule, or goes to a limited queue.
 func plain(req SubmitRequest) bool {
 	for i := range req.Jobs {
-		if req.Jobs[i].IdempotencyKey != "" || req.MaxQueued[req.Jobs[i].Queue] > 0 {
+		nj := &req.Jobs[i]
+		if nj.IdempotencyKey != "" || nj.Key != "" || nj.Unique != nil || nj.Debounce > 0 || nj.Throttle > 0 || req.MaxQueued[nj.Queue] > 0 {
 			return false
 		}
 	}
@@ -59,7 +61,7 @@ func submitTx(tx Tx, req SubmitRequest) ([]Submitted, error) {
 		if len(pending) == 0 {
 			return nil
 		}
-		jobs, err := tx.Insert(pending...)
+		jobs, err := insert(tx, pending...)
 		if err != nil {
 			return err
 		}
@@ -84,6 +86,19 @@ func submitTx(tx Tx, req SubmitRequest) ([]Submitted, error) {
 					return nil, KeyConflict(nj.IdempotencyKey, nj.Queue, old.ID, out[:i])
 				}
 				out[i] = Submitted{Job: old, Existing: true}
+				continue
+			}
+		}
+		if nj.Unique != nil || nj.Debounce > 0 || nj.Throttle > 0 {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+			old, err := dedupe(tx, nj)
+			if err != nil {
+				return nil, err
+			}
+			if old != nil {
+				out[i] = Submitted{Job: old, Duplicate: true}
 				continue
 			}
 		}
@@ -131,7 +146,7 @@ func InsertAll(ctx context.Context, w Writer, jobs []NewJob) ([]Submitted, error
 	}
 	out := make([]Submitted, len(jobs))
 	err := w.Write(ctx, func(tx Tx) error {
-		stored, err := tx.Insert(njs...)
+		stored, err := insert(tx, njs...)
 		for i, j := range stored {
 			out[i] = Submitted{Job: j}
 		}

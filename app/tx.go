@@ -41,7 +41,7 @@ type Tx interface {
 	// hold across nodes until the commit.
 	ClaimQueue(queue string, busy bool) (QueueLimits, error)
 	// Take moves up to n claimable jobs of req.Queue (of req.Kinds, if any:
-	// due, not expired) to processing, first in claim order, each with a
+	// due by now plus req.Ahead, not expired, not held) to processing, first in claim order, each with a
 	// new lease of req.Timeout (if zero, the job's timeout) for
 	// req.WorkerID. It returns them as stored, in any order.
 	Take(req ClaimRequest, n int) ([]*Job, error)
@@ -135,6 +135,46 @@ type Tx interface {
 	// wf and says how many.
 	CancelWaiting(wf int64) (int, error)
 
+	// KeyLimits is how queue limits the jobs of one key (the config the
+	// store was opened with: StoreOptions.KeyLimits).
+	KeyLimits(queue string) KeyLimits
+	// KeyChanged notes that key of queue may have room for a held job;
+	// ChangedKeys names the keys noted in this write (see SettleKeys).
+	KeyChanged(queue, key string)
+	ChangedKeys() []QueueKey
+	// KeyLoads counts, for each of keys of queue, its jobs that hold a
+	// place (KeyLoad); a key without any is left out.
+	KeyLoads(queue string, keys []string) (map[string]KeyLoad, error)
+	// Release releases the first held job (in claim order) of each of keys
+	// of queue and names the keys that had one. With turn (round robin), a
+	// released job whose run_at is before now takes now plus one
+	// millisecond: it goes behind every job claimable now, also those
+	// submitted in the same millisecond (a claim's later rounds take it,
+	// see ClaimRequest.Ahead).
+	Release(queue string, keys []string, turn bool) ([]string, error)
+	// HasHeld reports, for each of keys of queue, whether it holds a job back.
+	HasHeld(queue string, keys []string) (map[string]bool, error)
+	// KeyBuckets reads the rate buckets of keys of queue (a key without
+	// one is left out); SetKeyBuckets stores them.
+	KeyBuckets(queue string, keys []string) (map[string]KeyBucket, error)
+	SetKeyBuckets(queue string, buckets map[string]KeyBucket) error
+	// WaitingKeys names up to limit keys of queue whose bucket's Wake is
+	// due (not zero, not after now), earliest first.
+	WaitingKeys(queue string, limit int) ([]string, error)
+	// HeldQueues names the queues that hold jobs back, in name order;
+	// HeldKeys names up to limit keys of queue that do, after after in
+	// key order.
+	HeldQueues() ([]string, error)
+	HeldKeys(queue, after string, limit int) ([]string, error)
+	// Dedupe reads up to limit jobs of queue whose dedupe signature is sig
+	// and that were created at or after since, newest first. PostgreSQL
+	// first takes a lock on (queue, sig) until the commit, so concurrent
+	// submissions of one signature meet one after another.
+	Dedupe(queue, sig string, since time.Time, limit int) ([]*Job, error)
+	// Debounce stores queued job j's new payload and run_at (updated now)
+	// and returns the row as stored.
+	Debounce(j *Job, payload json.RawMessage, runAt time.Time) (*Job, error)
+
 	// Event records a lifecycle event (data is its JSON, or nil).
 	Event(typ string, id int64, queue, kind string, data []byte)
 	// Publish publishes an event after the commit without recording it
@@ -164,6 +204,8 @@ type Ref struct {
 	// WorkflowID and Step name the workflow step of the job, if any.
 	WorkflowID int64
 	Step       string
+	// Key is the job's flow-control key, if any.
+	Key string
 }
 
 // Writer runs fn in one write transaction of the store: all of it or none.

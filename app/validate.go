@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -55,6 +57,12 @@ type SubmitInput struct {
 	ExpiresAt      *time.Time      `json:"expires_at,omitempty"`
 	Tags           []string        `json:"tags,omitempty"`
 	IdempotencyKey string          `json:"idempotency_key,omitempty"`
+	// Key, Unique, Debounce and Throttle: flow control by key
+	// (docs/flow-control.md).
+	Key      string      `json:"key,omitempty"`
+	Unique   *UniqueRule `json:"unique,omitempty"`
+	Debounce *Duration   `json:"debounce,omitempty"`
+	Throttle *Duration   `json:"throttle,omitempty"`
 }
 
 // NewJob validates in and fills the defaults of its queue's policy.
@@ -145,7 +153,58 @@ func (in *SubmitInput) NewJob(cfg *Config, now time.Time) (NewJob, error) {
 	if in.IdempotencyKey != "" && len(in.IdempotencyKey) > MaxKeyLength {
 		return nj, Invalid("idempotency_key", "idempotency key is %d bytes; at most 255", len(in.IdempotencyKey))
 	}
-	return nj, nil
+	return nj, in.flow(&nj, now)
+}
+
+// flow validates in's key and dedupe rule into nj.
+func (in *SubmitInput) flow(nj *NewJob, now time.Time) error {
+	if len(in.Key) > MaxKeyLength {
+		return Invalid("key", "key is %d bytes; at most 255", len(in.Key))
+	}
+	if strings.ContainsRune(in.Key, 0) {
+		return Invalid("key", "key holds a NUL byte")
+	}
+	nj.Key = in.Key
+	rules := 0
+	for _, set := range []bool{in.Unique != nil, in.Debounce != nil, in.Throttle != nil} {
+		if set {
+			rules++
+		}
+	}
+	if rules > 1 {
+		return Invalid("unique", "give one of unique, debounce and throttle")
+	}
+	if in.Unique != nil {
+		u := *in.Unique
+		u.By, u.While = slices.Clone(u.By), slices.Clone(u.While)
+		if err := u.check(nj.Key); err != nil {
+			return err
+		}
+		nj.Unique = &u
+	}
+	for _, r := range []struct {
+		field string
+		d     *Duration
+		to    *time.Duration
+	}{{"debounce", in.Debounce, &nj.Debounce}, {"throttle", in.Throttle, &nj.Throttle}} {
+		if r.d == nil {
+			continue
+		}
+		if nj.Key == "" {
+			return Invalid(r.field, "%s needs the job's key: it applies per key", r.field)
+		}
+		if r.d.D() < time.Millisecond || r.d.D() > MaxDelay {
+			return Invalid(r.field, "%s must be between 1ms and 10 years", r.field)
+		}
+		*r.to = r.d.D()
+	}
+	if nj.Debounce > 0 {
+		if in.RunAt != nil || in.Delay != nil {
+			return Invalid("debounce", "give debounce or run_at/delay, not both: a debounced job runs debounce after its last submission")
+		}
+		nj.RunAt = now.Add(nj.Debounce)
+	}
+	return nil
 }
 
 // ValidateTags checks a list of tags given as a filter.

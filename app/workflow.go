@@ -133,6 +133,7 @@ type StepJob struct {
 	TTL         Duration        `json:"ttl,omitempty"`
 	ExpiresAt   *time.Time      `json:"expires_at,omitempty"`
 	Tags        []string        `json:"tags,omitempty"`
+	Key         string          `json:"key,omitempty"`
 }
 
 // NewJob is the job of step name of workflow wf released at now.
@@ -140,7 +141,7 @@ func (sj *StepJob) NewJob(wf int64, name string, now time.Time) NewJob {
 	nj := NewJob{
 		Queue: sj.Queue, Kind: sj.Kind, Payload: sj.Payload, Priority: sj.Priority,
 		RunAt: now.Add(sj.Delay.D()), MaxAttempts: sj.MaxAttempts, Timeout: sj.Timeout.D(),
-		ExpiresAt: sj.ExpiresAt, Tags: sj.Tags, WorkflowID: wf, Step: name,
+		ExpiresAt: sj.ExpiresAt, Tags: sj.Tags, WorkflowID: wf, Step: name, Key: sj.Key,
 	}
 	if sj.RunAt != nil && sj.RunAt.After(now) {
 		nj.RunAt = *sj.RunAt
@@ -358,6 +359,9 @@ func (in *WorkflowInput) Plan(cfg *Config, now time.Time) (*WorkflowPlan, error)
 		if s.IdempotencyKey != "" {
 			return nil, Invalid(field("idempotency_key"), "step %q: a workflow step cannot carry an idempotency key", s.Step)
 		}
+		if s.Unique != nil || s.Debounce != nil || s.Throttle != nil {
+			return nil, Invalid(field("unique"), "step %q: a workflow step cannot carry unique, debounce or throttle (its job is made when the step is released)", s.Step)
+		}
 		if s.OnFailure != "" {
 			return nil, Invalid(field("on_failure"), "step %q: on_failure goes on each dependency ({\"step\": ..., \"on_failure\": \"continue\"})", s.Step)
 		}
@@ -369,7 +373,7 @@ func (in *WorkflowInput) Plan(cfg *Config, now time.Time) (*WorkflowPlan, error)
 			return nil, err
 		}
 		sj := StepJob{Queue: nj.Queue, Kind: nj.Kind, Payload: nj.Payload, Priority: nj.Priority,
-			MaxAttempts: nj.MaxAttempts, Timeout: Duration(nj.Timeout), Tags: nj.Tags}
+			MaxAttempts: nj.MaxAttempts, Timeout: Duration(nj.Timeout), Tags: nj.Tags, Key: nj.Key}
 		if s.RunAt != nil {
 			sj.RunAt = &nj.RunAt
 		} else if s.Delay != nil {

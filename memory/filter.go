@@ -59,6 +59,8 @@ func jobFields(j *app.Job) func(string) any {
 			return *j.StartedAt
 		case "workflow_id":
 			return j.WorkflowID
+		case "flow_key":
+			return j.Key
 		case "replayed_from":
 			if j.ReplayedFrom == nil {
 				return int64(0)

@@ -39,6 +39,7 @@ type Store struct {
 	once       map[string]*app.OnceRecord
 	throughput map[app.CountKey]*app.CountVal
 	flows      flows
+	buckets    map[app.QueueKey]app.KeyBucket
 	closed     bool
 }
 
@@ -61,7 +62,7 @@ func New(opts app.StoreOptions) *Store {
 		jobs: map[int64]*app.Job{}, dead: map[int64]*app.DeadJob{},
 		queues: map[string]*queueState{}, fires: map[fireKey]int64{},
 		once: map[string]*app.OnceRecord{}, throughput: map[app.CountKey]*app.CountVal{},
-		flows: newFlows(),
+		flows: newFlows(), buckets: map[app.QueueKey]app.KeyBucket{},
 	}
 }
 
@@ -86,6 +87,7 @@ func (s *Store) write(ctx context.Context, fn func(*tx) error) (err error) {
 	}
 	t := &tx{s: s, now: s.clock.Now().Truncate(time.Millisecond)}
 	t.Effects.Reset(t.now)
+	t.Effects.Keys = s.opts.KeyLimits
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("write panicked: %v", p)
@@ -114,7 +116,10 @@ func (s *Store) write(ctx context.Context, fn func(*tx) error) (err error) {
 		s.opts.Bus.Publish(t.Published...)
 		s.notify.Notify(t.Woken...)
 	}()
-	return fn(t)
+	if err := fn(t); err != nil {
+		return err
+	}
+	return app.SettleKeys(t) // held jobs the write made room for, in the same write
 }
 
 // putJob stores j (checking the status guard against the stored row) and
@@ -308,7 +313,7 @@ func (t *tx) ExpireDue(limit int) ([]app.Ref, error) {
 		if _, err := t.Cancel(j, app.CancelExpired); err != nil {
 			return nil, err
 		}
-		refs = append(refs, app.Ref{ID: j.ID, Queue: j.Queue, Kind: j.Kind, WorkflowID: j.WorkflowID, Step: j.Step})
+		refs = append(refs, app.Ref{ID: j.ID, Queue: j.Queue, Kind: j.Kind, WorkflowID: j.WorkflowID, Step: j.Step, Key: j.Key})
 	}
 	return refs, nil
 }
@@ -559,7 +564,7 @@ func (t *tx) ClaimQueue(queue string, busy bool) (app.QueueLimits, error) {
 func (t *tx) Take(req app.ClaimRequest, n int) ([]*app.Job, error) {
 	var cands []*app.Job
 	for _, j := range t.s.jobs {
-		if j.Queue == req.Queue && j.Status == app.StatusQueued && !j.RunAt.After(t.now) &&
+		if j.Queue == req.Queue && j.Status == app.StatusQueued && !j.Held && !j.RunAt.After(t.now.Add(req.Ahead)) &&
 			(j.ExpiresAt == nil || j.ExpiresAt.After(t.now)) && (len(req.Kinds) == 0 || slices.Contains(req.Kinds, j.Kind)) {
 			cands = append(cands, j)
 		}

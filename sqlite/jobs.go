@@ -50,6 +50,7 @@ func (w *wtx) insertJob(nj *app.NewJob) (*app.Job, error) {
 		nj.Queue, nj.Kind, string(job.Payload), nj.Priority, ms(job.RunAt), nj.MaxAttempts, nj.Timeout.Milliseconds(),
 		nullMS(job.ExpiresAt), app.EncodeList(nj.Tags), nullString(nj.IdempotencyKey), nj.ReplayedFrom,
 		ms(now), ms(now), nullID(nj.WorkflowID), nullString(nj.Step),
+		nullString(nj.Key), nj.Held, nullString(nj.Dedupe),
 	}}
 	w.Moved(nj.Queue, "", app.StatusQueued, 1)
 	w.Wake(nj.Queue)
@@ -81,17 +82,18 @@ type pendingJob struct {
 }
 
 // insertCols is the number of columns insertSQL binds per row.
-const insertCols = 15
+const insertCols = 18
 
 // insertChunk is the most rows one INSERT statement takes.
 const insertChunk = 64
 
 // insertSQL[n] inserts n job rows.
 var insertSQL = func() (qs [insertChunk + 1]string) {
-	row := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	row := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	for n := 1; n <= insertChunk; n++ {
 		qs[n] = `INSERT INTO jobs (queue, kind, payload, priority, run_at, max_attempts, timeout_ms,
-			expires_at, tags, idempotency_key, replayed_from, created_at, updated_at, workflow_id, step)
+			expires_at, tags, idempotency_key, replayed_from, created_at, updated_at, workflow_id, step,
+			flow_key, held, dedupe)
 		VALUES ` + row + strings.Repeat(", "+row, n-1)
 	}
 	return qs
@@ -242,7 +244,8 @@ func (w *wtx) ClaimQueue(queue string, busy bool) (app.QueueLimits, error) {
 // remembers the claims, for the completions that follow (see claimedJob).
 func (w *wtx) Take(req app.ClaimRequest, n int) ([]*app.Job, error) {
 	leaseExp, leaseMS := `:now + timeout_ms`, int64(-1)
-	args := []any{sql.Named("now", ms(w.now)), sql.Named("worker", req.WorkerID), sql.Named("queue", req.Queue), sql.Named("n", n)}
+	args := []any{sql.Named("now", ms(w.now)), sql.Named("due", ms(w.now.Add(req.Ahead))), sql.Named("worker", req.WorkerID),
+		sql.Named("queue", req.Queue), sql.Named("n", n)}
 	if req.Timeout > 0 {
 		leaseExp, leaseMS = `:now + :timeout`, req.Timeout.Milliseconds()
 		args = append(args, sql.Named("timeout", leaseMS))
@@ -254,7 +257,7 @@ func (w *wtx) Take(req app.ClaimRequest, n int) ([]*app.Job, error) {
 	out, err := collect(rows, err, func(sc scanner) (*app.Job, error) { return scanClaimed(sc, ms(w.now), req.WorkerID, leaseMS) })
 	for _, j := range out {
 		w.claimed = append(w.claimed, claimedJob{id: j.ID, lease: j.Lease, queue: j.Queue, kind: j.Kind, started: *j.StartedAt,
-			workflow: j.WorkflowID, step: j.Step})
+			workflow: j.WorkflowID, step: j.Step, key: j.Key})
 	}
 	return out, err
 }
@@ -276,8 +279,8 @@ func (w *wtx) SetRate(queue string, tokens float64) error {
 // limit.
 func claimSQL(leaseExp string, kinds int) string {
 	first := func(kind string) string {
-		return `SELECT id FROM jobs INDEXED BY jobs_claim WHERE queue = :queue AND kind = ` + kind + ` AND status = 'queued'
-			AND run_at <= :now AND (expires_at IS NULL OR expires_at > :now) ORDER BY priority, run_at, id LIMIT (SELECT :n)`
+		return `SELECT id FROM jobs INDEXED BY jobs_claim WHERE queue = :queue AND kind = ` + kind + ` AND status = 'queued' AND held = 0
+			AND run_at <= :due AND (expires_at IS NULL OR expires_at > :now) ORDER BY priority, run_at, id LIMIT (SELECT :n)`
 	}
 	var pick string
 	switch kinds {
@@ -286,9 +289,9 @@ func claimSQL(leaseExp string, kinds int) string {
 	case 0:
 		// k holds each kind of the queue once; for each, its first rows.
 		pick = `WITH RECURSIVE k(kind) AS (
-				SELECT (SELECT kind FROM jobs INDEXED BY jobs_claim WHERE queue = :queue AND status = 'queued' ORDER BY kind LIMIT 1)
+				SELECT (SELECT kind FROM jobs INDEXED BY jobs_claim WHERE queue = :queue AND status = 'queued' AND held = 0 ORDER BY kind LIMIT 1)
 				UNION ALL
-				SELECT (SELECT kind FROM jobs INDEXED BY jobs_claim WHERE queue = :queue AND status = 'queued' AND kind > k.kind ORDER BY kind LIMIT 1)
+				SELECT (SELECT kind FROM jobs INDEXED BY jobs_claim WHERE queue = :queue AND status = 'queued' AND held = 0 AND kind > k.kind ORDER BY kind LIMIT 1)
 				FROM k WHERE k.kind IS NOT NULL)
 			SELECT j.id FROM k JOIN jobs j ON j.id IN (` + first("k.kind") + `)
 			WHERE k.kind IS NOT NULL ORDER BY j.priority, j.run_at, j.id LIMIT (SELECT :n)`
@@ -391,6 +394,7 @@ type claimedJob struct {
 	started     time.Time
 	workflow    int64 // and step: the workflow step the job runs, if any
 	step        string
+	key         string // the job's flow-control key, if any
 }
 
 // maxClaims bounds the claims the writer remembers. Jobs that leave
@@ -444,6 +448,7 @@ func (w *wtx) completeKnown(chunk []app.Completion, n int, args []any, done map[
 	for _, it := range chunk {
 		c := w.s.claims[it.ID]
 		w.completed(it.ID, it.Lease, c.queue, c.kind, &c.started, done)
+		app.KeyEnded(w, c.queue, c.key)
 		if c.workflow != 0 {
 			w.stepEnds = append(w.stepEnds, app.StepEnd{Workflow: c.workflow, Step: c.step, JobID: it.ID, To: app.StepDone})
 		}
@@ -463,11 +468,12 @@ func (w *wtx) completeRows(q string, args []any, done map[int64]int64) error {
 		var id, lease int64
 		var queue, kind string
 		var started, workflow sql.NullInt64
-		var step sql.NullString
-		if err := rows.Scan(&id, &lease, &queue, &kind, &started, &workflow, &step); err != nil {
+		var step, key sql.NullString
+		if err := rows.Scan(&id, &lease, &queue, &kind, &started, &workflow, &step, &key); err != nil {
 			return err
 		}
 		w.completed(id, lease, queue, kind, fromNullMS(started), done)
+		app.KeyEnded(w, queue, key.String)
 		if workflow.Valid {
 			w.stepEnds = append(w.stepEnds, app.StepEnd{Workflow: workflow.Int64, Step: step.String, JobID: id, To: app.StepDone})
 		}
@@ -510,7 +516,7 @@ var completeSQL = func() (qs map[bool]map[int]string) {
 	WHERE jobs.id = v.column1 AND jobs.lease = v.column2 AND jobs.status = 'processing'`
 		qs[false][n] = q
 		qs[true][n] = q + `
-	RETURNING jobs.id, jobs.lease, jobs.queue, jobs.kind, jobs.started_at, jobs.workflow_id, jobs.step`
+	RETURNING jobs.id, jobs.lease, jobs.queue, jobs.kind, jobs.started_at, jobs.workflow_id, jobs.step, jobs.flow_key`
 	}
 	return qs
 }()

@@ -78,27 +78,27 @@ func (s *Store) Stats(ctx context.Context) ([]app.QueueStats, error) {
 // each such range. Its cost grows with the number of kinds and priorities
 // and of scheduled jobs, not with the depth of the queue.
 const queuedByPrioritySQL = `WITH RECURSIVE kp(kind, pr) AS (
-		SELECT (SELECT kind FROM jobs INDEXED BY jobs_claim WHERE queue = ?1 AND status = 'queued' ORDER BY kind LIMIT 1),
-			(SELECT priority FROM jobs INDEXED BY jobs_claim WHERE queue = ?1 AND status = 'queued'
-				AND kind = (SELECT kind FROM jobs INDEXED BY jobs_claim WHERE queue = ?1 AND status = 'queued' ORDER BY kind LIMIT 1)
+		SELECT (SELECT kind FROM jobs INDEXED BY jobs_claim WHERE queue = ?1 AND status = 'queued' AND held = 0 ORDER BY kind LIMIT 1),
+			(SELECT priority FROM jobs INDEXED BY jobs_claim WHERE queue = ?1 AND status = 'queued' AND held = 0
+				AND kind = (SELECT kind FROM jobs INDEXED BY jobs_claim WHERE queue = ?1 AND status = 'queued' AND held = 0 ORDER BY kind LIMIT 1)
 				ORDER BY priority LIMIT 1)
 		UNION ALL
 		SELECT CASE WHEN ` + nextPriority + ` IS NOT NULL THEN kp.kind ELSE ` + nextKind + ` END,
 			coalesce(` + nextPriority + `, (SELECT priority FROM jobs INDEXED BY jobs_claim
-				WHERE queue = ?1 AND status = 'queued' AND kind = ` + nextKind + ` ORDER BY priority LIMIT 1))
+				WHERE queue = ?1 AND status = 'queued' AND held = 0 AND kind = ` + nextKind + ` ORDER BY priority LIMIT 1))
 		FROM kp WHERE kp.kind IS NOT NULL)
 	SELECT coalesce(sum((SELECT count(*) FROM jobs INDEXED BY jobs_claim
-			WHERE queue = ?1 AND status = 'queued' AND kind = kp.kind AND priority = kp.pr AND run_at > ?2)), 0),
+			WHERE queue = ?1 AND status = 'queued' AND held = 0 AND kind = kp.kind AND priority = kp.pr AND run_at > ?2)), 0),
 		min((SELECT run_at FROM jobs INDEXED BY jobs_claim
-			WHERE queue = ?1 AND status = 'queued' AND kind = kp.kind AND priority = kp.pr ORDER BY run_at LIMIT 1))
+			WHERE queue = ?1 AND status = 'queued' AND held = 0 AND kind = kp.kind AND priority = kp.pr ORDER BY run_at LIMIT 1))
 	FROM kp WHERE kp.kind IS NOT NULL`
 
 // The seeks of the skip-scan: the next priority of the same kind, and the next kind.
 const (
 	nextPriority = `(SELECT priority FROM jobs INDEXED BY jobs_claim
-		WHERE queue = ?1 AND status = 'queued' AND kind = kp.kind AND priority > kp.pr ORDER BY priority LIMIT 1)`
+		WHERE queue = ?1 AND status = 'queued' AND held = 0 AND kind = kp.kind AND priority > kp.pr ORDER BY priority LIMIT 1)`
 	nextKind = `(SELECT kind FROM jobs INDEXED BY jobs_claim
-		WHERE queue = ?1 AND status = 'queued' AND kind > kp.kind ORDER BY kind LIMIT 1)`
+		WHERE queue = ?1 AND status = 'queued' AND held = 0 AND kind > kp.kind ORDER BY kind LIMIT 1)`
 )
 
 // readStats runs counts in a read transaction, then adds the last
@@ -135,7 +135,7 @@ func (s *Store) readStats(ctx context.Context, now time.Time, t *app.Tally, coun
 // Waiting implements app.Store.
 func (s *Store) Waiting(ctx context.Context, dueBefore time.Time) ([]app.KindWait, error) {
 	rows, err := s.rdb.QueryContext(ctx, `SELECT queue, kind, count(*), min(run_at) FROM jobs INDEXED BY jobs_claim
-		WHERE status = 'queued' AND run_at <= ? GROUP BY queue, kind HAVING min(run_at) < ? LIMIT 100`, ms(s.clock.Now()), ms(dueBefore))
+		WHERE status = 'queued' AND held = 0 AND run_at <= ? GROUP BY queue, kind HAVING min(run_at) < ? LIMIT 100`, ms(s.clock.Now()), ms(dueBefore))
 	out, err := collect(rows, err, func(sc scanner) (w app.KindWait, err error) {
 		var oldest int64
 		err = sc.Scan(&w.Queue, &w.Kind, &w.Queued, &oldest)

@@ -107,11 +107,11 @@ func (w *wtx) RequestCancel(j *app.Job, reason string) (*app.Job, error) {
 // InsertDead implements app.Tx.
 func (w *wtx) InsertDead(d *app.DeadJob) error {
 	if _, err := w.exec(`INSERT INTO dead_letter_jobs (`+deadCols+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, ?, ?, ?, ?, NULL, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, ?, ?, ?, ?, NULL, ?, ?, ?)`,
 		d.ID, d.Queue, d.Kind, rawOrNull(d.Payload), d.Priority, app.EncodeList(d.Tags), d.Attempts,
 		d.MaxAttempts, d.Timeout.D().Milliseconds(), app.EncodeList(d.Errors), nullString(d.IdempotencyKey),
 		ms(d.OriginalCreatedAt), d.ReplayedFrom, d.Reason, d.LastError, ms(d.MovedAt), d.OriginalLease,
-		nullMS(d.StartedAt), nullMS(d.RunAt), nullString(d.WorkerID), d.Note, nullID(d.WorkflowID), nullString(d.Step)); err != nil {
+		nullMS(d.StartedAt), nullMS(d.RunAt), nullString(d.WorkerID), d.Note, nullID(d.WorkflowID), nullString(d.Step), nullString(d.Key)); err != nil {
 		return err
 	}
 	d.MovedAt = fromMS(ms(d.MovedAt)) // as stored, so the caller sees exactly the row
@@ -157,11 +157,11 @@ func (w *wtx) DeleteDead(f app.DeadFilter) ([]app.Ref, error) {
 }
 
 // refCols are the columns scanRef reads, of a job or a dead-letter row.
-const refCols = `id, queue, kind, coalesce(workflow_id, 0), coalesce(step, '')`
+const refCols = `id, queue, kind, coalesce(workflow_id, 0), coalesce(step, ''), coalesce(flow_key, '')`
 
 func scanRef(sc scanner) (app.Ref, error) {
 	var r app.Ref
-	err := sc.Scan(&r.ID, &r.Queue, &r.Kind, &r.WorkflowID, &r.Step)
+	err := sc.Scan(&r.ID, &r.Queue, &r.Kind, &r.WorkflowID, &r.Step, &r.Key)
 	return r, err
 }
 

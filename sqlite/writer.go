@@ -55,6 +55,7 @@ type scratch struct {
 func (w *wtx) reset(s *Store, ctx context.Context, now time.Time, deferInserts bool) {
 	w.s, w.ctx, w.now, w.deferInserts = s, ctx, now, deferInserts
 	w.Effects.Reset(now)
+	w.Effects.Keys = s.opts.KeyLimits
 	clear(w.pending)
 	w.queues, w.pending, w.claimed, w.finished = w.queues[:0], w.pending[:0], w.claimed[:0], w.finished[:0]
 	clear(w.stepEnds)
@@ -441,7 +442,10 @@ func (w *wtx) call(fn func(*wtx) error) (err error) {
 			err = fmt.Errorf("write panicked: %v", p)
 		}
 	}()
-	return fn(w)
+	if err := fn(w); err != nil {
+		return err
+	}
+	return app.SettleKeys(w) // held jobs the write made room for, in the same write
 }
 
 func isFatal(err error) bool {

@@ -27,6 +27,33 @@ type faultCase struct {
 }
 
 var faultCases = []faultCase{
+	{"completion that releases its key's next job", app.FaultKeyRelease, 0, func(e *env) func() error {
+		e.setLimits("q", app.KeyLimits{Concurrency: 1})
+		e.submitN(2, "q", "k", keyed("A"))
+		j := e.claimOne("q")
+		return func() error {
+			errs, err := e.s.Complete(e.ctx, []app.Completion{{ID: j.ID, Lease: j.Lease}})
+			if err == nil {
+				err = errs[0]
+			}
+			return err
+		}
+	}},
+	{"keyed submission, released at once", app.FaultKeyRelease, 0, func(e *env) func() error {
+		e.setLimits("q", app.KeyLimits{Concurrency: 1})
+		return func() error {
+			_, err := app.Submit(e.ctx, e.s, app.SubmitRequest{Jobs: []app.NewJob{e.newJob("q", "k", keyed("A"))}})
+			return err
+		}
+	}},
+	{"debounce", app.FaultRequeue, 0, func(e *env) func() error {
+		deb := func(nj *app.NewJob) { nj.Key, nj.Debounce = "A", time.Second }
+		e.submitOne("q", "k", deb)
+		return func() error {
+			_, err := app.Submit(e.ctx, e.s, app.SubmitRequest{Jobs: []app.NewJob{e.newJob("q", "k", deb, func(nj *app.NewJob) { nj.Payload = json.RawMessage(`2`) })}})
+			return err
+		}
+	}},
 	{"submit", app.FaultJobInsert, 0, func(e *env) func() error {
 		return func() error {
 			_, err := app.Submit(e.ctx, e.s, app.SubmitRequest{Jobs: []app.NewJob{e.newJob("q", "k")}})

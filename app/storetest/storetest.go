@@ -33,6 +33,8 @@ type env struct {
 	ctx    context.Context
 	open   Opener
 	hooked bool // the store has the fault hook (see newEnv)
+	// limits are the key limits the store sees (see setLimits).
+	limits atomic.Pointer[map[string]app.KeyLimits]
 }
 
 // newEnv opens a store; with hooked, one whose fault hook setFault sets.
@@ -40,7 +42,12 @@ type env struct {
 // hook is set (PostgreSQL's piped writes send COMMIT after the results).
 func newEnv(t *testing.T, open Opener, hooked bool) *env {
 	e := &env{t: t, clock: app.NewFakeClock(T0), bus: app.NewBus(), ctx: t.Context(), open: open, hooked: hooked}
-	opts := app.StoreOptions{Clock: e.clock, Bus: e.bus}
+	opts := app.StoreOptions{Clock: e.clock, Bus: e.bus, KeyLimits: func(q string) app.KeyLimits {
+		if m := e.limits.Load(); m != nil {
+			return (*m)[q]
+		}
+		return app.KeyLimits{}
+	}}
 	if hooked {
 		opts.Fault = func(ctx context.Context, p app.FaultPoint, id int64) error {
 			if f := e.fault.Load(); f != nil {
@@ -51,6 +58,18 @@ func newEnv(t *testing.T, open Opener, hooked bool) *env {
 	}
 	e.s = open(t, opts)
 	return e
+}
+
+// setLimits sets how queue limits its keys, as a config change would.
+func (e *env) setLimits(queue string, l app.KeyLimits) {
+	m := map[string]app.KeyLimits{}
+	if old := e.limits.Load(); old != nil {
+		for k, v := range *old {
+			m[k] = v
+		}
+	}
+	m[queue] = l
+	e.limits.Store(&m)
 }
 
 // setFault sets the store's fault hook. A store opened without one would
@@ -165,6 +184,19 @@ func Run(t *testing.T, open Opener) {
 		"WorkflowReplayOfAnEarlierFailureIsPlain":  testWorkflowReplayOfAnEarlierFailureIsPlain,
 		"WorkflowReplayAfterItsWorkflowIsGone":     testWorkflowReplayAfterItsWorkflowIsGone,
 		"WorkflowStaleLeaseRetriesTheStep":         testWorkflowStaleLeaseRetriesTheStep,
+		"KeyConcurrencyOneRunsInOrder":             testKeyConcurrencyOneRunsInOrder,
+		"KeyConcurrencyN":                          testKeyConcurrencyN,
+		"KeySlotFreedOnEveryEnd":                   testKeySlotFreedOnEveryEnd,
+		"KeyRetryKeepsItsPlace":                    testKeyRetryKeepsItsPlace,
+		"KeyRoundRobin":                            testKeyRoundRobin,
+		"KeyRate":                                  testKeyRate,
+		"KeyLimitLiftedBySweep":                    testKeyLimitLiftedBySweep,
+		"KeyReplayKeepsItsKey":                     testKeyReplayKeepsItsKey,
+		"UniqueJobs":                               testUniqueJobs,
+		"UniqueUnderConcurrency":                   testUniqueUnderConcurrency,
+		"Debounce":                                 testDebounce,
+		"Throttle":                                 testThrottle,
+		"ClaimQueuesWeightedAndStrict":             testClaimQueuesWeightedAndStrict,
 	}
 	names := make([]string, 0, len(cases))
 	for n := range cases {
