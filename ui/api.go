@@ -142,6 +142,8 @@ func (h *handler) routes(e *echo.Echo) {
 	api.POST("/jobs/:id/fail", h.fail)
 	api.POST("/jobs/:id/snooze", h.snooze)
 	api.POST("/queues/:queue/claim", h.claim)
+	api.POST("/claim", h.claimQueues)
+	api.GET("/queues/:queue/keys", h.queueKeys)
 	api.GET("/queues", h.queues)
 	api.POST("/queues/:queue/pause", h.pause)
 	api.POST("/queues/:queue/resume", h.resume)
@@ -308,11 +310,29 @@ func (h *handler) submit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if res[0].Existing {
+	switch {
+	case res[0].Existing:
 		c.Response().Header().Set("Idempotent-Replayed", "true")
 		return c.JSON(http.StatusOK, res[0].Job)
+	case res[0].Duplicate:
+		return c.JSON(http.StatusOK, submitted(res[0]))
 	}
 	return c.JSON(http.StatusCreated, res[0].Job)
+}
+
+// submitted is a job as a submission answers it: a job that a unique,
+// debounce or throttle rule answered with instead of a new one carries
+// "duplicate": true.
+type submitted app.Submitted
+
+// MarshalJSON writes the job as app.Job does, adding "duplicate": true
+// when a rule answered with it.
+func (s submitted) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(s.Job)
+	if err != nil || !s.Duplicate || len(b) < 2 || b[len(b)-1] != '}' {
+		return b, err
+	}
+	return append(b[:len(b)-1], `,"duplicate":true}`...), nil
 }
 
 func (h *handler) submitBatch(c echo.Context) error {
@@ -334,9 +354,9 @@ func (h *handler) submitBatch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]*app.Job, len(res))
+	out := make([]submitted, len(res))
 	for i, r := range res {
-		out[i] = r.Job
+		out[i] = submitted(r)
 	}
 	return c.JSON(http.StatusCreated, map[string]any{"jobs": out})
 }
@@ -371,7 +391,7 @@ func listInput(c echo.Context) (app.ListInput, error) {
 		return app.ListInput{}, err
 	}
 	return app.ListInput{Queue: c.QueryParam("queue"), Kind: c.QueryParam("kind"), Status: c.QueryParam("status"),
-		Tag: c.QueryParam("tag"), ReplayedFrom: int64(from), Workflow: int64(wf), Limit: limit, Cursor: c.QueryParam("cursor"), Asc: asc}, nil
+		Tag: c.QueryParam("tag"), Key: c.QueryParam("key"), ReplayedFrom: int64(from), Workflow: int64(wf), Limit: limit, Cursor: c.QueryParam("cursor"), Asc: asc}, nil
 }
 
 func (h *handler) getJob(c echo.Context) error {
@@ -614,6 +634,9 @@ func (h *handler) claim(c echo.Context) error {
 	if err := bind(c, &in, smallBody, true); err != nil {
 		return err
 	}
+	if in.Queues != nil {
+		return app.Invalid("queues", "this route claims from queue %q; to claim from several queues, POST /api/claim", clip(c.Param("queue")))
+	}
 	if err := checkQueue(c, c.Param("queue")); err != nil {
 		return err
 	}
@@ -621,6 +644,33 @@ func (h *handler) claim(c echo.Context) error {
 		in.WorkerID = "http:" + c.RealIP()
 	}
 	jobs, err := h.svc.Claim(c.Request().Context(), c.Param("queue"), in)
+	return claimed(c, jobs, err)
+}
+
+// claimQueues is POST /api/claim: a claim over several queues, by weight
+// ({"queues": {"critical": 6, "default": 3}}) or in a strict order
+// (["critical", "default"]); a token with a queue list must hold each.
+func (h *handler) claimQueues(c echo.Context) error {
+	var in app.ClaimInput
+	if err := bind(c, &in, smallBody, false); err != nil {
+		return err
+	}
+	if in.Queues != nil {
+		for _, q := range in.Queues.Names {
+			if err := checkQueue(c, q); err != nil {
+				return err
+			}
+		}
+	}
+	if in.WorkerID == "" {
+		in.WorkerID = "http:" + c.RealIP()
+	}
+	jobs, err := h.svc.ClaimQueues(c.Request().Context(), in)
+	return claimed(c, jobs, err)
+}
+
+// claimed answers a claim: {"jobs": [...]}, empty when nothing was handed out.
+func claimed(c echo.Context, jobs []*app.Job, err error) error {
 	if err != nil {
 		return err
 	}
@@ -628,6 +678,46 @@ func (h *handler) claim(c echo.Context) error {
 		jobs = []*app.Job{}
 	}
 	return c.JSON(http.StatusOK, map[string]any{"jobs": jobs})
+}
+
+// queueKeys is GET /api/queues/{queue}/keys: the jobs the queue holds
+// back for their keys, its keys at their limit and its busiest keys
+// (?limit= keys in each list, default 20, at most 100), with its key limits.
+func (h *handler) queueKeys(c echo.Context) error {
+	q := c.Param("queue")
+	if err := checkQueue(c, q); err != nil {
+		return err
+	}
+	limit, err := queryInt(c, "limit")
+	if err != nil {
+		return err
+	}
+	if c.QueryParam("limit") != "" && limit < 1 {
+		return app.Invalid("limit", "limit must be between 1 and %d", app.MaxKeyStatsLimit)
+	}
+	st, err := h.svc.KeyStats(c.Request().Context(), q, limit)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, keysBody{Queue: q, Limits: keyLimitsOf(h.svc.Config.Queue(q)), KeyStats: st})
+}
+
+// keysBody is GET /api/queues/{queue}/keys.
+type keysBody struct {
+	Queue  string    `json:"queue"`
+	Limits keyLimits `json:"limits"`
+	*app.KeyStats
+}
+
+// keyLimits is how a queue limits the jobs of one key, as its config says.
+type keyLimits struct {
+	KeyConcurrency int    `json:"key_concurrency"`
+	KeyRate        string `json:"key_rate"`
+	Fairness       string `json:"fairness"`
+}
+
+func keyLimitsOf(q app.QueueConfig) keyLimits {
+	return keyLimits{KeyConcurrency: q.KeyConcurrency, KeyRate: q.KeyRate.String(), Fairness: q.Fairness}
 }
 
 func (h *handler) queues(c echo.Context) error {

@@ -269,6 +269,7 @@ var routeRoles = map[string]Role{
 	"POST /api/jobs/batch":          RoleSubmit,
 	"POST /api/workflows":           RoleSubmit,
 	"POST /api/queues/:queue/claim": RoleWork,
+	"POST /api/claim":               RoleWork,
 	"POST /api/jobs/complete":       RoleWork,
 	"POST /api/jobs/:id/heartbeat":  RoleWork,
 	"POST /api/jobs/:id/complete":   RoleWork,

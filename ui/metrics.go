@@ -18,8 +18,8 @@ import (
 )
 
 // Metrics is what /metrics shows: lifecycle counters by queue and kind
-// (fed by the event bus as changes commit), queue depth and age gauges (read
-// from the store at scrape time), wait and run duration histograms, the
+// (fed by the event bus as changes commit), queue depth and age gauges and
+// the jobs waiting on a key limit (read from the store at scrape time), wait and run duration histograms, the
 // size and duration of store write transactions, and refused credentials.
 // Queue and kind labels are bounded (see MaxQueueLabels).
 type Metrics struct {
@@ -296,6 +296,7 @@ var (
 	// examples use; queue_dead_letter_size stays for dashboards made before.
 	dlqDepthDesc = prometheus.NewDesc("queue_dlq_depth", "Rows in the dead-letter queue by queue.", []string{"queue"}, nil)
 	upDesc       = prometheus.NewDesc("queue_store_up", "1 if the store answered the last scrape.", nil, nil)
+	heldDesc     = prometheus.NewDesc("queue_jobs_waiting_on_key", "Queued jobs held back until their flow-control key has room (key_concurrency, key_rate, fairness), by queue.", []string{"queue"}, nil)
 )
 
 func (d *depthCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -304,6 +305,7 @@ func (d *depthCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- dlqDesc
 	ch <- dlqDepthDesc
 	ch <- upDesc
+	ch <- heldDesc
 }
 
 func (d *depthCollector) Collect(ch chan<- prometheus.Metric) {
@@ -337,5 +339,28 @@ func (d *depthCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, q.OldestQueuedAge, q.Queue)
 		ch <- prometheus.MustNewConstMetric(dlqDesc, prometheus.GaugeValue, float64(q.DeadLetter), q.Queue)
 		ch <- prometheus.MustNewConstMetric(dlqDepthDesc, prometheus.GaugeValue, float64(q.DeadLetter), q.Queue)
+	}
+	d.collectHeld(ctx, ch, rows)
+}
+
+// collectHeld writes queue_jobs_waiting_on_key: every queue of rows (0 when
+// it holds none back) and any other queue holding jobs back, folded into
+// the bounded labels like the other gauges. A store that fails to count
+// leaves the gauge out of this scrape.
+func (d *depthCollector) collectHeld(ctx context.Context, ch chan<- prometheus.Metric, rows []app.QueueStats) {
+	counts, err := d.svc.HeldCounts(ctx)
+	if err != nil {
+		return
+	}
+	held := make(map[string]int, len(counts))
+	for q, n := range counts {
+		held[d.labels.queue(q)] += n
+	}
+	for _, q := range rows {
+		ch <- prometheus.MustNewConstMetric(heldDesc, prometheus.GaugeValue, float64(held[q.Queue]), q.Queue)
+		delete(held, q.Queue)
+	}
+	for label, n := range held {
+		ch <- prometheus.MustNewConstMetric(heldDesc, prometheus.GaugeValue, float64(n), label)
 	}
 }

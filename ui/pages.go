@@ -100,6 +100,7 @@ func newPages(h *handler, e *echo.Echo) *pages {
 	e.POST("/queues/pause", p.pause, mw...)
 	e.POST("/queues/resume", p.resume, mw...)
 	page("/queues/drain", p.drainConfirm)
+	page("/queues/keys", p.queueKeys)
 	e.POST("/queues/drain", p.drain, mw...)
 	page("/login", p.loginForm)
 	e.POST("/login", p.login, mw...)

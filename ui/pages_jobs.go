@@ -37,6 +37,10 @@ type queueRow struct {
 	Paused   bool
 	PausedAt *time.Time
 	Config   app.QueueConfig
+	// Held counts the jobs waiting for their key to have room; Keyed: the
+	// queue limits its keys (the queues page only).
+	Held  int
+	Keyed bool
 }
 
 // dashboard is GET /: counts per queue and the last hour's throughput.
@@ -173,7 +177,7 @@ func (p *pages) jobs(c echo.Context) error {
 		noFrom := in
 		noFrom.ReplayedFrom = 0
 		v.ClearReplayed = p.jobsURL(noFrom, v.Order, "")
-	} else if mf := (moveFilter{in.Queue, in.Kind, in.Tag}); !mf.empty() && (in.Status == "" || in.Status == "queued" || in.Status == "scheduled") {
+	} else if mf := (moveFilter{in.Queue, in.Kind, in.Tag}); !mf.empty() && in.Key == "" && (in.Status == "" || in.Status == "queued" || in.Status == "scheduled") {
 		v.MoveURL = link("/dlq/confirm", append([]string{"op", opMove}, mf.pairs()...)...)
 	}
 	if v.QueueNames, err = p.queueNames(ctx, in.Queue); err != nil {
@@ -194,7 +198,7 @@ func (p *pages) jobsURL(in app.ListInput, order, cursor string) string {
 	if in.ReplayedFrom != 0 {
 		from = strconv.FormatInt(in.ReplayedFrom, 10)
 	}
-	return link("/jobs", "queue", in.Queue, "kind", in.Kind, "status", in.Status, "tag", in.Tag, "replayed_from", from,
+	return link("/jobs", "queue", in.Queue, "kind", in.Kind, "status", in.Status, "tag", in.Tag, "key", in.Key, "replayed_from", from,
 		"order", order, "limit", limit, "cursor", cursor)
 }
 

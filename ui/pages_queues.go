@@ -29,22 +29,28 @@ func (p *pages) queues(c echo.Context) error {
 		stats      *app.Stats
 		infos      []app.QueueInfo
 		periodic   []app.PeriodicStatus
+		held       map[string]int
 		errS, errQ error
-		errP       error
+		errP, errH error
 	)
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); stats, errS = p.svc.Stats(ctx) }()
 	go func() { defer wg.Done(); infos, errQ = p.svc.Queues(ctx) }()
+	go func() { defer wg.Done(); held, errH = p.svc.HeldCounts(ctx) }()
 	if p.h.opts.Scheduler != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); periodic, errP = p.h.opts.Scheduler.Status(ctx) }()
 	}
 	wg.Wait()
-	if err := errors.Join(errS, errQ, errP); err != nil {
+	if err := errors.Join(errS, errQ, errP, errH); err != nil {
 		return err
 	}
 	v := queuesView{base: p.base(c, "Queues", "queues"), Queues: mergeQueues(stats.Queues, infos),
 		Periodic: periodic, HasScheduler: p.h.opts.Scheduler != nil}
+	for i := range v.Queues {
+		v.Queues[i].Held = held[v.Queues[i].Queue]
+		v.Queues[i].Keyed = v.Queues[i].Config.KeyLimits().Keyed()
+	}
 	v.Refresh = 10
 	return p.render(c, http.StatusOK, "queues", v)
 }
@@ -93,4 +99,26 @@ func (p *pages) drain(c echo.Context) error {
 		return p.actionErr(c, err, "/queues")
 	}
 	return p.done(c, "/queues", flash{Text: fmt.Sprintf("Queue %s drained: %s cancelled.", q, plural(res.Count, "queued job", "queued jobs"))})
+}
+
+// keysView is the data of keys.html.
+type keysView struct {
+	base
+	Queue  string
+	Limits keyLimits
+	Stats  *app.KeyStats
+}
+
+// queueKeys is GET /queues/keys?queue=: how the queue limits the jobs of
+// one key, how many of its jobs wait for their key, the keys at their
+// limit and the busiest keys.
+func (p *pages) queueKeys(c echo.Context) error {
+	q := c.QueryParam("queue")
+	st, err := p.svc.KeyStats(c.Request().Context(), q, 0)
+	if err != nil {
+		return err
+	}
+	v := keysView{base: p.base(c, "Keys of queue "+q, "queues"), Queue: q, Limits: keyLimitsOf(p.svc.Config.Queue(q)), Stats: st}
+	v.Refresh = 10
+	return p.render(c, http.StatusOK, "keys", v)
 }

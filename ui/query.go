@@ -18,12 +18,13 @@ import (
 // naming it, never a list that quietly ignores the filter. A handler that
 // reads a new parameter adds it here, and to docs/api.md.
 var queryParams = map[string][]string{
-	"GET /api/jobs":      {"queue", "kind", "status", "tag", "replayed_from", "workflow", "limit", "cursor", "order"},
-	"GET /api/jobs/:id":  {"wait", "events"},
-	"GET /api/dlq":       {"queue", "kind", "tag", "reason", "moved_after", "moved_before", "replayed", "limit", "cursor", "order"},
-	"GET /api/events":    {"queue", "kind"},
-	"GET /api/audit":     {"action", "before", "limit"},
-	"GET /api/workflows": {"status", "name", "limit", "cursor"},
+	"GET /api/jobs":               {"queue", "kind", "status", "tag", "key", "replayed_from", "workflow", "limit", "cursor", "order"},
+	"GET /api/jobs/:id":           {"wait", "events"},
+	"GET /api/dlq":                {"queue", "kind", "tag", "reason", "moved_after", "moved_before", "replayed", "limit", "cursor", "order"},
+	"GET /api/events":             {"queue", "kind"},
+	"GET /api/audit":              {"action", "before", "limit"},
+	"GET /api/workflows":          {"status", "name", "limit", "cursor"},
+	"GET /api/queues/:queue/keys": {"limit"},
 }
 
 // auditActions are the values GET /api/audit?action= takes: every action
