@@ -18,7 +18,7 @@ var ClaimKindSQLForTest = literal(claimSQL(`:now + timeout_ms`, 1))
 var ClaimKindsSQLForTest = literal(claimSQL(`:now + timeout_ms`, 2))
 
 func literal(q string) string {
-	return strings.NewReplacer(":now", "1", ":worker", "'w'", ":queue", "'q'", ":n", "10", ":kind0", "'a'", ":kind1", "'b'").Replace(q)
+	return strings.NewReplacer(":now", "1", ":due", "1", ":worker", "'w'", ":queue", "'q'", ":n", "10", ":kind0", "'a'", ":kind1", "'b'").Replace(q)
 }
 
 // CountStats counts every row, the truth the maintained counters must
@@ -45,3 +45,9 @@ func (s *Store) WriteForTest(ctx context.Context, fn func(exec func(q string, ar
 
 // QueuedWrites is how many write requests wait for the writer.
 func (s *Store) QueuedWrites() int { return len(s.reqs) }
+
+// KeyLoadsSQLForTest and ReleaseSQLForTest are the key statements, for plan tests.
+var (
+	KeyLoadsSQLForTest = strings.NewReplacer("?1", "'q'", "?2", `'["a","b"]'`).Replace(keyLoadsSQL)
+	ReleaseSQLForTest  = strings.NewReplacer("?1", "1", "?2", "1", "?3", "'q'", "?4", `'["a","b"]'`).Replace(releaseSQL)
+)

@@ -21,13 +21,10 @@ func keyList(keys []string) string {
 	return string(b)
 }
 
-// KeyLoads implements app.Tx.
+// KeyLoads implements app.Tx: a seek per key (an IN over the keys made
+// SQLite walk the queue's whole range of the index).
 func (w *wtx) KeyLoads(queue string, keys []string) (map[string]app.KeyLoad, error) {
-	rows, err := w.query(`SELECT flow_key, sum(status = 'processing'), sum(status = 'queued')
-		FROM jobs INDEXED BY jobs_key_live
-		WHERE queue = ? AND flow_key IN (SELECT value FROM json_each(?)) AND flow_key IS NOT NULL AND held = 0
-			AND status IN ('queued', 'processing')
-		GROUP BY flow_key`, queue, keyList(keys))
+	rows, err := w.query(keyLoadsSQL, queue, keyList(keys))
 	if err != nil {
 		return nil, err
 	}
@@ -39,22 +36,34 @@ func (w *wtx) KeyLoads(queue string, keys []string) (map[string]app.KeyLoad, err
 		if err := rows.Scan(&k, &l.Busy, &l.Ready); err != nil {
 			return nil, err
 		}
-		out[k] = l
+		if l != (app.KeyLoad{}) {
+			out[k] = l
+		}
 	}
 	return out, rows.Err()
 }
 
 // Release implements app.Tx: one statement, a seek per key.
 func (w *wtx) Release(queue string, keys []string, turn bool) ([]string, error) {
-	rows, err := w.query(`UPDATE jobs SET held = 0, updated_at = ?1,
+	rows, err := w.query(releaseSQL, ms(w.now), turn, queue, keyList(keys))
+	return collect(rows, err, func(sc scanner) (k string, err error) { return k, sc.Scan(&k) })
+}
+
+// keyLoadsSQL counts the places of each key of ?2 (a JSON array) in queue ?1.
+const keyLoadsSQL = `SELECT k.value, count(j.id) FILTER (WHERE j.status = 'processing'), count(j.id) FILTER (WHERE j.status = 'queued')
+		FROM json_each(?2) k LEFT JOIN jobs j INDEXED BY jobs_key_live
+			ON j.queue = ?1 AND j.flow_key = k.value AND j.flow_key IS NOT NULL AND j.held = 0 AND j.status IN ('queued', 'processing')
+		GROUP BY k.value`
+
+// releaseSQL releases the first held job of each key of ?4 in queue ?3 at
+// ?1; with ?2 (a turn), one whose run_at passed takes ?1 plus 1 ms.
+const releaseSQL = `UPDATE jobs SET held = 0, updated_at = ?1,
 			run_at = CASE WHEN ?2 AND run_at < ?1 THEN ?1 + 1 ELSE run_at END
 		WHERE id IN (SELECT (SELECT id FROM jobs INDEXED BY jobs_held
 				WHERE queue = ?3 AND flow_key = k.value AND status = 'queued' AND held = 1
 				ORDER BY priority, run_at, id LIMIT 1)
 			FROM json_each(?4) k)
-		RETURNING flow_key`, ms(w.now), turn, queue, keyList(keys))
-	return collect(rows, err, func(sc scanner) (k string, err error) { return k, sc.Scan(&k) })
-}
+		RETURNING flow_key`
 
 // HasHeld implements app.Tx.
 func (w *wtx) HasHeld(queue string, keys []string) (map[string]bool, error) {

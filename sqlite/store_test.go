@@ -170,6 +170,35 @@ func TestSecondOpenIsRefusedNamingTheHolder(t *testing.T) {
 	}
 }
 
+// Flow control by key looks each key up through its indexes (a seek per
+// key): its cost is the keys of a write, not the jobs they hold back.
+func TestKeyStatementsSeekPerKey(t *testing.T) {
+	s := MustOpen(t, sqlite.Options{})
+	db, err := sql.Open("sqlite", "file:"+s.Path()+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for name, q := range map[string]string{"key loads": sqlite.KeyLoadsSQLForTest, "release": sqlite.ReleaseSQLForTest} {
+		rows, err := db.Query(`EXPLAIN QUERY PLAN ` + q)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, notused int
+			var detail string
+			rows.Scan(&id, &parent, &notused, &detail)
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		text := strings.Join(plan, "\n")
+		if strings.Contains(text, "SCAN j") || !strings.Contains(text, "(queue=? AND flow_key=?") {
+			t.Errorf("%s: plan\n%s\nwant a seek by queue and key, no scan of jobs", name, text)
+		}
+	}
+}
+
 // The claim walks the claim-order index over claimable rows: no sort, no
 // scan, so its cost does not grow with the depth of the queue.
 func TestClaimUsesTheClaimIndex(t *testing.T) {
