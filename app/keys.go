@@ -177,9 +177,13 @@ func releaseChanged(tx Tx) (int, error) {
 	slices.Sort(queues)
 	n := 0
 	for _, q := range queues {
+		lim := tx.KeyLimits(q)
+		if !lim.Keyed() {
+			continue // nothing held back here (what a lifted limit left, SweepKeys releases)
+		}
 		keys := byQueue[q]
 		slices.Sort(keys)
-		got, err := releaseKeys(tx, q, slices.Compact(keys), tx.KeyLimits(q))
+		got, err := releaseKeys(tx, q, slices.Compact(keys), lim)
 		if err != nil {
 			return 0, err
 		}
