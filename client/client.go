@@ -177,16 +177,41 @@ type Submitted struct {
 	// Replayed is true when a job with the same idempotency key existed;
 	// nothing new was stored.
 	Replayed bool
+	// Duplicate is true when the submission's unique, debounce or throttle
+	// rule (SubmitInput.Unique, Debounce, Throttle) answered with Job, a
+	// job stored before: nothing new was stored (a debounce replaced Job's
+	// payload and run_at). See docs/flow-control.md.
+	Duplicate bool
 }
 
-// Submit stores one job.
+// submitAnswer is the answer to POST /api/jobs: the job, and
+// "duplicate": true when a rule answered with one stored before.
+type submitAnswer struct {
+	job       app.Job
+	duplicate bool
+}
+
+func (a *submitAnswer) UnmarshalJSON(b []byte) error {
+	var d struct {
+		Duplicate bool `json:"duplicate"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		return err
+	}
+	a.duplicate = d.Duplicate
+	return json.Unmarshal(b, &a.job)
+}
+
+// Submit stores one job. With a flow-control Key it is subject to its
+// queue's key limits; with Unique, Debounce or Throttle it may answer with
+// a job stored before (Submitted.Duplicate) instead of a new one.
 func (c *Client) Submit(ctx context.Context, in app.SubmitInput) (*Submitted, error) {
-	var job app.Job
-	_, hdr, err := c.do(ctx, http.MethodPost, "/api/jobs", in, &job, nil)
+	var a submitAnswer
+	_, hdr, err := c.do(ctx, http.MethodPost, "/api/jobs", in, &a, nil)
 	if err != nil {
 		return nil, err
 	}
-	return &Submitted{Job: &job, Replayed: hdr.Get("Idempotent-Replayed") == "true"}, nil
+	return &Submitted{Job: &a.job, Replayed: hdr.Get("Idempotent-Replayed") == "true", Duplicate: a.duplicate}, nil
 }
 
 // SubmitBatch stores up to 10,000 jobs all or nothing.
@@ -233,6 +258,8 @@ func query(q url.Values) string {
 // ListOptions filters List.
 type ListOptions struct {
 	Queue, Kind, Status, Tag string
+	// Key lists the jobs of one flow-control key ("": no filter).
+	Key string
 	// ReplayedFrom lists the jobs replayed from a dead-letter row; Workflow
 	// the jobs of a workflow's released steps (0: no filter).
 	ReplayedFrom, Workflow int64
@@ -243,7 +270,7 @@ type ListOptions struct {
 
 func (o ListOptions) values() url.Values {
 	q := url.Values{}
-	for k, v := range map[string]string{"queue": o.Queue, "kind": o.Kind, "status": o.Status, "tag": o.Tag, "cursor": o.Cursor} {
+	for k, v := range map[string]string{"queue": o.Queue, "kind": o.Kind, "status": o.Status, "tag": o.Tag, "key": o.Key, "cursor": o.Cursor} {
 		if v != "" {
 			q.Set(k, v)
 		}
@@ -291,6 +318,23 @@ func (c *Client) Claim(ctx context.Context, queue string, in app.ClaimInput) ([]
 		Jobs []*app.Job `json:"jobs"`
 	}
 	_, _, err := c.do(ctx, http.MethodPost, "/api/queues/"+url.PathEscape(queue)+"/claim", in, &out, nil)
+	return out.Jobs, err
+}
+
+// ClaimQueues takes up to in.Limit jobs of the queues in.Queues names
+// (POST /api/claim): with weights, each claim draws the queues in
+// proportion to them; without, in a strict order, a queue asked only when
+// those before it have nothing. It waits up to in.Wait for a job to land
+// in any of them. Build in.Queues with app.ParseQueueChoice
+// ("critical=6,default=3" or "critical,default") or by hand.
+func (c *Client) ClaimQueues(ctx context.Context, in app.ClaimInput) ([]*app.Job, error) {
+	if in.Queues == nil {
+		return nil, app.Invalid("queues", "name the queues to claim from (ClaimInput.Queues); for one queue, Claim")
+	}
+	var out struct {
+		Jobs []*app.Job `json:"jobs"`
+	}
+	_, _, err := c.do(ctx, http.MethodPost, "/api/claim", in, &out, nil)
 	return out.Jobs, err
 }
 
@@ -459,6 +503,39 @@ func (c *Client) Queues(ctx context.Context) ([]app.QueueInfo, error) {
 	}
 	_, _, err := c.do(ctx, http.MethodGet, "/api/queues", nil, &out, nil)
 	return out.Queues, err
+}
+
+// KeyStats is the answer of QueueKeys: a queue's key limits, as its
+// config sets them, and what app.KeyStats counts of its keys.
+type KeyStats struct {
+	Queue  string    `json:"queue"`
+	Limits KeyLimits `json:"limits"`
+	app.KeyStats
+}
+
+// KeyLimits is how a queue limits the jobs of one key (zero: no limit;
+// KeyRate "N/period", Fairness "round_robin" or "").
+type KeyLimits struct {
+	KeyConcurrency int    `json:"key_concurrency"`
+	KeyRate        string `json:"key_rate"`
+	Fairness       string `json:"fairness"`
+}
+
+// QueueKeys reads the keys of queue (GET /api/queues/{queue}/keys): its
+// key limits, how many of its jobs wait for their key to have room, the
+// keys holding jobs back and the busiest keys, up to limit of each (0: the
+// server's default, 20; at most 100).
+func (c *Client) QueueKeys(ctx context.Context, queue string, limit int) (*KeyStats, error) {
+	q := url.Values{}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var out KeyStats
+	_, _, err := c.do(ctx, http.MethodGet, "/api/queues/"+url.PathEscape(queue)+"/keys"+query(q), nil, &out, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // SetPaused pauses or resumes a queue.

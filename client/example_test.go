@@ -172,3 +172,52 @@ func ExampleOnce() {
 	// done {"charge_id":1001}
 	// charged 1 time(s)
 }
+
+// A unique submission answers with the job already pending for the same
+// thing (Duplicate) instead of making a second one; see docs/flow-control.md.
+func ExampleClient_Submit_unique() {
+	svc, srv := newServer()
+	defer srv.Close()
+	defer svc.Stop()
+	ctx := context.Background()
+
+	c := client.New(srv.URL)
+	in := client.SubmitInput{Queue: "reports", Kind: "report.build", Key: "doc-7",
+		Unique: &app.UniqueRule{By: []string{"key", "kind"}, For: app.Duration(10 * time.Minute)}}
+	first, _ := c.Submit(ctx, in)
+	again, _ := c.Submit(ctx, in)
+	fmt.Println(first.Duplicate, again.Duplicate, again.Job.ID == first.Job.ID)
+	// Output: false true true
+}
+
+// One Worker over several queues: by weight (critical=6,default=3), or in
+// a strict order ("critical,default").
+func ExampleWithQueues() {
+	svc, srv := newServer()
+	defer srv.Close()
+	defer svc.Stop()
+	ctx := context.Background()
+
+	qs, err := app.ParseQueueChoice("critical=6,default=3")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	c := client.New(srv.URL)
+	w := client.NewWorker(c, "", client.WithQueues(qs))
+	w.Handle("ping", func(ctx context.Context, job *client.Job) (any, error) { return job.Queue, nil })
+	if err := w.Start(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer w.Stop(time.Second)
+
+	for _, q := range []string{"critical", "default"} {
+		sub, _ := c.Submit(ctx, client.SubmitInput{Queue: q, Kind: "ping"})
+		job, _ := c.Get(ctx, sub.Job.ID, client.GetOptions{Wait: 10 * time.Second})
+		fmt.Println(job.Status, string(job.Result))
+	}
+	// Output:
+	// done "critical"
+	// done "default"
+}

@@ -13,8 +13,13 @@ import (
 	"github.com/queuehq/queue/worker"
 )
 
-// A Client is a Backend for a Worker: it claims and reports over the HTTP API.
-var _ worker.Backend = (*Client)(nil)
+// A Client is a Backend for a Worker: it claims and reports over the HTTP
+// API, from one queue or several (WithQueues).
+var _ worker.QueuesBackend = (*Client)(nil)
+
+// QueueChoice names the queues a Worker works with WithQueues: weighted
+// or in a strict order. app.ParseQueueChoice reads the command line's form.
+type QueueChoice = app.QueueChoice
 
 // Job is a job as the server shows it and as a handler gets it.
 type Job = app.Job
@@ -48,12 +53,14 @@ type PermanentError = worker.PermanentError
 // handler must be safe to run again (see Once).
 type HandlerFunc func(ctx context.Context, job *Job) (result any, err error)
 
-// Worker runs registered handlers for the jobs of one queue, each kind with
-// its own concurrency. It long-polls, heartbeats, batches acknowledgements,
+// Worker runs registered handlers for the jobs of one queue (or several:
+// WithQueues), each kind with its own concurrency. It long-polls, heartbeats, batches acknowledgements,
 // and stops gracefully: see worker.Pool, which it runs once per kind.
 type Worker struct {
 	backend  Backend
 	queue    string
+	queues   *app.QueueChoice
+	named    bool // NewWorker was given a queue
 	log      zerolog.Logger
 	workerID string
 	grace    time.Duration
@@ -90,14 +97,22 @@ func WithGrace(d time.Duration) WorkerOption { return func(w *Worker) { w.grace 
 // answers at once when a job lands); by default 30s, at most 60s.
 func WithPollWait(d time.Duration) WorkerOption { return func(w *Worker) { w.pollWait = d } }
 
-// NewWorker returns a Worker for queue (if empty, "default") that gets its
-// jobs from b: a *Client, or Local(svc). Register handlers with Handle,
-// then call Run or Start.
+// WithQueues works several queues instead of the one given to NewWorker
+// (give NewWorker ""): with weights, each claim draws them in proportion
+// (asynq's and Sidekiq's weighted queues); without, in a strict order, a
+// queue asked only when those before it have nothing. A long poll wakes
+// on any of them. Make qs with app.ParseQueueChoice("critical=6,default=3").
+func WithQueues(qs *QueueChoice) WorkerOption { return func(w *Worker) { w.queues = qs } }
+
+// NewWorker returns a Worker for queue (if empty, "default"; or the queues
+// of WithQueues) that gets its jobs from b: a *Client, or Local(svc).
+// Register handlers with Handle, then call Run or Start.
 func NewWorker(b Backend, queue string, opts ...WorkerOption) *Worker {
+	named := queue != ""
 	if queue == "" {
 		queue = app.DefaultQueue
 	}
-	w := &Worker{backend: b, queue: queue, log: zerolog.Nop(), grace: worker.DefaultGrace}
+	w := &Worker{backend: b, queue: queue, named: named, log: zerolog.Nop(), grace: worker.DefaultGrace}
 	for _, o := range opts {
 		o(w)
 	}
@@ -154,13 +169,19 @@ func (w *Worker) Start(ctx context.Context) error {
 		return errors.New("worker: no backend (give NewWorker a *Client or Local(svc))")
 	case len(w.regs) == 0:
 		return errors.New("worker: no handlers; register one with Handle")
+	case w.queues != nil && w.named:
+		return fmt.Errorf("worker: NewWorker's queue %q and WithQueues both name the queues: give NewWorker \"\" with WithQueues", w.queue)
 	}
 	w.started = true
 	ob, _ := w.backend.(onceBackend)
 	for _, r := range w.regs {
 		fn := r.fn
+		queue := w.queue
+		if w.queues != nil {
+			queue = ""
+		}
 		p := &worker.Pool{
-			Backend: w.backend, Queue: w.queue, Kinds: []string{r.kind}, Concurrency: r.concurrency,
+			Backend: w.backend, Queue: queue, Queues: w.queues, Kinds: []string{r.kind}, Concurrency: r.concurrency,
 			Timeout: r.timeout, PollWait: w.pollWait, Log: w.log.With().Str("kind", r.kind).Logger(),
 			Handler: func(ctx context.Context, job *app.Job) (any, error) {
 				if ob != nil {

@@ -185,7 +185,7 @@ var takesArguments = map[string]bool{
 	"queue submit": true, "queue serve": true, "queue migrate-store": true, // name the mistake themselves
 	"queue jobs show": true, "queue jobs cancel": true,
 	"queue dlq show": true, "queue dlq replay": true, "queue dlq purge": true, "queue dlq move": true,
-	"queue queues pause": true, "queue queues resume": true, "queue queues drain": true,
+	"queue queues pause": true, "queue queues resume": true, "queue queues drain": true, "queue queues keys": true,
 	"queue workflow submit": true, "queue workflow get": true, "queue workflow cancel": true,
 	"queue work": true, "queue backup": true, "queue config check": true, "queue completion": true,
 }

@@ -435,6 +435,9 @@ func (c *config) validatePeriodic() error {
 				return bad(key+".tags", "tag %q: %v", t, err)
 			}
 		}
+		if len(p.Key) > app.MaxKeyLength || strings.ContainsRune(p.Key, 0) {
+			return bad(key+".key", "a key is at most %d bytes, without NUL bytes (this one is %d)", app.MaxKeyLength, len(p.Key))
+		}
 		b, err := json.Marshal(p.Payload)
 		if err != nil {
 			return bad(key+".payload", "cannot be JSON: %v", err)
@@ -525,6 +528,15 @@ func validateQueue(key string, q app.QueueConfig) error {
 		return bad("burst", "must be positive")
 	case q.MaxQueued < 0:
 		return bad("max_queued", "must be positive (0 means no limit)")
+	case q.KeyConcurrency < 0:
+		return bad("key_concurrency", "must be positive: at most this many jobs of one key at once (0 means no limit; 1 runs a key's jobs one after another)")
+	case q.KeyRate.N < 0 || (q.KeyRate.N > 0 && q.KeyRate.Per <= 0):
+		return bad("key_rate", "give jobs per period, like \"10/1m\" (0 means no limit)")
+	}
+	switch q.Fairness {
+	case "", app.FairnessRoundRobin:
+	default:
+		return bad("fairness", "%q is not %q (hand out keys in turn) or \"\" (claim order, the default)", app.TruncateString(q.Fairness, 80), app.FairnessRoundRobin)
 	}
 	return nil
 }

@@ -138,7 +138,12 @@ func submitCommand() *cli.Command {
 		UsageText: "queue submit --kind K [--queue Q] [--payload JSON|@file|-] [flags]\n\nExamples:\n" +
 			"  queue submit --kind email.send --payload '{\"to\":\"a@example.com\"}'\n" +
 			"  queue submit --queue reports --kind build --payload @job.json --delay 10m --tag nightly\n" +
-			"  echo '{\"n\":1}' | queue submit --kind k --payload - --wait   # exits 0 only if the job is done",
+			"  echo '{\"n\":1}' | queue submit --kind k --payload - --wait   # exits 0 only if the job is done\n" +
+			"  queue submit --queue sync --kind account.sync --key acct-42 --payload '{\"full\":true}'\n" +
+			"  queue submit --kind report.build --key doc-7 --unique-by key,kind --unique-for 10m\n" +
+			"  queue submit --kind webhook.process --key repo-9 --debounce 30s --payload @event.json\n\n" +
+			"A submission that --unique, --debounce or --throttle answers with a job stored before prints that job's id\n" +
+			"(and says so on stderr; --json adds \"duplicate\": true). See docs/flow-control.md.",
 		Flags: withFlags(serverFlags(), []cli.Flag{
 			&cli.StringFlag{Name: "queue", Value: "default", Usage: "queue name", EnvVars: []string{"QUEUE_QUEUE"}},
 			&cli.StringFlag{Name: "kind", Usage: "job kind (required)", EnvVars: []string{"QUEUE_KIND"}},
@@ -151,6 +156,13 @@ func submitCommand() *cli.Command {
 			&cli.StringFlag{Name: "ttl", Usage: "cancel if not started within this long", EnvVars: []string{"QUEUE_TTL"}},
 			&cli.StringSliceFlag{Name: "tag", Usage: "tag (repeatable)", EnvVars: []string{"QUEUE_TAGS"}},
 			&cli.StringFlag{Name: "idempotency-key", Usage: "a repeat with the same key returns the first job", EnvVars: []string{"QUEUE_IDEMPOTENCY_KEY"}},
+			&cli.StringFlag{Name: "key", Usage: "flow-control key (a customer, a document): the queue's key_concurrency, key_rate and fairness apply per key", EnvVars: []string{"QUEUE_KEY"}},
+			&cli.BoolFlag{Name: "unique", Usage: "answer with a matching job instead of a new one: by default one of the same kind and payload (and key, if given) that is queued, scheduled or processing", EnvVars: []string{"QUEUE_UNIQUE"}},
+			&cli.StringFlag{Name: "unique-by", Usage: "what a match shares: key, kind, payload, comma-separated (implies --unique)", EnvVars: []string{"QUEUE_UNIQUE_BY"}},
+			&cli.StringFlag{Name: "unique-while", Usage: "the states a match may be in: queued, scheduled, processing, done, comma-separated (implies --unique)", EnvVars: []string{"QUEUE_UNIQUE_WHILE"}},
+			&cli.StringFlag{Name: "unique-for", Usage: "a match counts if made within this long (10m; implies --unique; default: no bound)", EnvVars: []string{"QUEUE_UNIQUE_FOR"}},
+			&cli.StringFlag{Name: "debounce", Usage: "run once this long after the last submission of the key and kind; a later one replaces the payload (needs --key)", EnvVars: []string{"QUEUE_DEBOUNCE"}},
+			&cli.StringFlag{Name: "throttle", Usage: "keep the first job of the key and kind per this period and drop the rest (needs --key)", EnvVars: []string{"QUEUE_THROTTLE"}},
 			&cli.BoolFlag{Name: "wait", Usage: "wait until the job is finished; exit 0 only if it is done"},
 			jsonFlag(),
 		}),
@@ -171,14 +183,20 @@ func submit(c *cli.Context) error {
 		return remoteErr(c, err)
 	}
 	job := res.Job
+	if res.Duplicate {
+		fmt.Fprintf(c.App.ErrWriter, "%s\n", duplicateNote(in, job))
+	}
 	if c.Bool("wait") {
 		if job, err = waitFinished(c, cl, job); err != nil {
 			return err
 		}
 	}
-	if c.Bool("json") {
+	switch {
+	case c.Bool("json") && res.Duplicate:
+		printJSON(c.App.Writer, duplicateJSON{job})
+	case c.Bool("json"):
 		printJSON(c.App.Writer, job)
-	} else {
+	default:
 		fmt.Fprintln(c.App.Writer, job.ID)
 	}
 	if c.Bool("wait") && job.Status != app.StatusDone {
@@ -228,7 +246,104 @@ func submitInput(c *cli.Context) (app.SubmitInput, error) {
 	if t := c.Timestamp("run-at"); t != nil {
 		in.RunAt = t
 	}
-	return in, nil
+	return in, flowInput(c, &in)
+}
+
+// flowInput reads the flow-control flags of submit (--key, --unique...,
+// --debounce, --throttle) into in; a combination the server refuses is a
+// usage error here, naming the flags.
+func flowInput(c *cli.Context, in *app.SubmitInput) error {
+	in.Key = c.String("key")
+	if len(in.Key) > app.MaxKeyLength {
+		return usagef("--key is %d bytes; at most %d", len(in.Key), app.MaxKeyLength)
+	}
+	unique := c.Bool("unique") || c.IsSet("unique-by") || c.IsSet("unique-while") || c.IsSet("unique-for")
+	if unique {
+		u := &app.UniqueRule{By: splitList(c.String("unique-by")), While: splitList(c.String("unique-while"))}
+		for _, b := range u.By {
+			if b != "key" && b != "kind" && b != "payload" {
+				return usagef("--unique-by %q: give key, kind or payload, comma-separated (e.g. --unique-by key,kind)", b)
+			}
+			if b == "key" && in.Key == "" {
+				return usagef("--unique-by key needs the job's key: add --key")
+			}
+		}
+		for _, w := range u.While {
+			switch w {
+			case "queued", "scheduled", "processing", "done":
+			default:
+				return usagef("--unique-while %q: give queued, scheduled, processing or done, comma-separated", w)
+			}
+		}
+		d, err := durationFlag(c, "unique-for")
+		if err != nil {
+			return err
+		}
+		if d != nil {
+			u.For = *d
+		}
+		in.Unique = u
+	}
+	var err error
+	if in.Debounce, err = durationFlag(c, "debounce"); err != nil {
+		return err
+	}
+	if in.Throttle, err = durationFlag(c, "throttle"); err != nil {
+		return err
+	}
+	var rules []string
+	for flag, set := range map[string]bool{"--unique": unique, "--debounce": in.Debounce != nil, "--throttle": in.Throttle != nil} {
+		if set {
+			rules = append(rules, flag)
+		}
+	}
+	sort.Strings(rules)
+	switch {
+	case len(rules) > 1:
+		return usagef("%s: give one of --unique, --debounce and --throttle", strings.Join(rules, " and "))
+	case in.Debounce != nil && in.Key == "":
+		return usagef("--debounce needs --key: it applies per key (and kind), e.g. --key repo-9 --debounce 30s")
+	case in.Throttle != nil && in.Key == "":
+		return usagef("--throttle needs --key: it applies per key (and kind), e.g. --key acct-42 --throttle 1m")
+	case in.Debounce != nil && (in.Delay != nil || in.RunAt != nil):
+		return usagef("--debounce sets when the job runs (that long after the last submission): drop --delay and --run-at")
+	}
+	return nil
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for part := range strings.SplitSeq(s, ",") {
+		if p := strings.TrimSpace(part); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// duplicateNote says on stderr that a rule of in answered with job, a job
+// stored before, instead of a new one.
+func duplicateNote(in app.SubmitInput, job *app.Job) string {
+	switch {
+	case in.Debounce != nil:
+		return fmt.Sprintf("job %d debounced: its payload replaced, it runs at %s (nothing new stored)", job.ID, app.FormatTime(job.RunAt))
+	case in.Throttle != nil:
+		return fmt.Sprintf("throttled: job %d already took this %s for key %q and kind %s; this one was dropped (nothing new stored)", job.ID, in.Throttle, job.Key, job.Kind)
+	}
+	return fmt.Sprintf("job %d matches (unique): nothing new stored", job.ID)
+}
+
+// duplicateJSON is a job that a unique, debounce or throttle rule answered
+// with, as submit --json prints it: the job, and "duplicate": true.
+type duplicateJSON struct{ job *app.Job }
+
+func (d duplicateJSON) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(d.job)
+	if err != nil || len(b) < 2 || b[len(b)-1] != '}' {
+		return b, err
+	}
+	return append(b[:len(b)-1], `,"duplicate":true}`...), nil
 }
 
 // waitFinished waits, a long poll at a time, until job is done, cancelled
@@ -274,15 +389,17 @@ func jobsCommand() *cli.Command {
 			{
 				Name:  "list",
 				Usage: "list jobs, newest first",
-				UsageText: "queue jobs list [--queue Q] [--kind K] [--status S] [--tag T] [--workflow ID] [--replayed-from ID] [--limit N]\n\n" +
+				UsageText: "queue jobs list [--queue Q] [--kind K] [--status S] [--tag T] [--key K] [--workflow ID] [--replayed-from ID] [--limit N]\n\n" +
 					"Without --status it lists queued, processing, done and cancelled jobs; dead-lettered jobs live in the\n" +
-					"dead-letter queue: --status dead_letter (or `queue dlq list`) lists them.\n\n" +
-					"Examples:\n  queue jobs list --status scheduled --json\n  queue jobs list --status dead_letter",
+					"dead-letter queue: --status dead_letter (or `queue dlq list`) lists them. KEY shows a job's flow-control\n" +
+					"key, with \"(waiting)\" while the job is held back until its key has room.\n\n" +
+					"Examples:\n  queue jobs list --status scheduled --json\n  queue jobs list --status dead_letter\n  queue jobs list --queue sync --key acct-42",
 				Flags: withFlags(serverFlags(), []cli.Flag{
 					&cli.StringFlag{Name: "queue"}, &cli.StringFlag{Name: "kind"}, &cli.StringFlag{Name: "tag"},
 					&cli.StringFlag{Name: "status", Usage: "queued, scheduled, processing, done, cancelled or dead_letter"},
 					&cli.IntFlag{Name: "workflow", Usage: "only the jobs of this workflow's released steps"},
 					&cli.IntFlag{Name: "replayed-from", Usage: "only the jobs replayed from this dead-letter row"},
+					&cli.StringFlag{Name: "key", Usage: "only the jobs of this flow-control key"},
 					&cli.IntFlag{Name: "limit", Value: 50}, &cli.StringFlag{Name: "cursor", Usage: "next_cursor of the previous page"},
 					jsonFlag(),
 				}),
@@ -309,7 +426,7 @@ func jobsCommand() *cli.Command {
 // jobsList prints a page of jobs, newest first.
 func jobsList(c *cli.Context) error {
 	page, err := newClient(c).List(c.Context, client.ListOptions{Queue: c.String("queue"), Kind: c.String("kind"),
-		Status: c.String("status"), Tag: c.String("tag"), Workflow: int64(c.Int("workflow")), ReplayedFrom: int64(c.Int("replayed-from")),
+		Status: c.String("status"), Tag: c.String("tag"), Key: c.String("key"), Workflow: int64(c.Int("workflow")), ReplayedFrom: int64(c.Int("replayed-from")),
 		Limit: c.Int("limit"), Cursor: c.String("cursor")})
 	if err != nil {
 		return remoteErr(c, err)
@@ -318,9 +435,9 @@ func jobsList(c *cli.Context) error {
 		return printJSON(c.App.Writer, page)
 	}
 	tw := table(c.App.Writer)
-	fmt.Fprintln(tw, "ID\tQUEUE\tKIND\tSTATUS\tATTEMPTS\tRUN AT\tCREATED")
+	fmt.Fprintln(tw, "ID\tQUEUE\tKIND\tSTATUS\tATTEMPTS\tRUN AT\tCREATED\tKEY")
 	for _, j := range page.Jobs {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", j.ID, j.Queue, j.Kind, j.Status, j.Attempts, j.MaxAttempts, age(j.RunAt), age(j.CreatedAt))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", j.ID, j.Queue, j.Kind, j.Status, j.Attempts, j.MaxAttempts, age(j.RunAt), age(j.CreatedAt), keyText(j))
 	}
 	tw.Flush()
 	if page.NextCursor != "" {
@@ -381,13 +498,32 @@ func jobsCancel(c *cli.Context) error {
 	return nil
 }
 
+// keyText is a job's key in a table: "-" without one, and "(waiting)"
+// after it while the job is held back until its key has room.
+func keyText(j *app.Job) string {
+	switch {
+	case j.Key == "":
+		return "-"
+	case j.Held:
+		return j.Key + " (waiting)"
+	}
+	return j.Key
+}
+
 func printJob(w io.Writer, j *app.Job) {
 	tw := table(w)
 	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
 	row("id", j.ID)
 	row("queue", j.Queue)
 	row("kind", j.Kind)
-	row("status", j.Status)
+	if j.Held {
+		row("status", string(j.Status)+", waiting for its key (held back until key "+strconv.Quote(j.Key)+" has room under the queue's key limits)")
+	} else {
+		row("status", j.Status)
+	}
+	if j.Key != "" {
+		row("key", j.Key)
+	}
 	row("priority", j.Priority)
 	row("attempts", fmt.Sprintf("%d of %d", j.Attempts, j.MaxAttempts))
 	row("run_at", app.FormatTime(j.RunAt)+" ("+age(j.RunAt)+")")
@@ -445,10 +581,17 @@ func queuesCommand() *cli.Command {
 	drain.UsageText = "queue queues drain QUEUE [--dry-run] [--yes]\n\n" +
 		"Asks on a terminal before it cancels; elsewhere (cron, CI, a pipe) it needs --yes.\n\n" +
 		"Examples:\n  queue queues drain emails\n  queue queues drain emails --dry-run\n  queue queues drain emails --yes"
+	keys := oneQueue("keys", "show the queue's keys: those holding jobs back at their limit, and the busiest",
+		[]cli.Flag{jsonFlag(), &cli.IntFlag{Name: "top", Value: app.DefaultKeyStatsLimit, Usage: fmt.Sprintf("keys in each list, 1 to %d", app.MaxKeyStatsLimit)}}, queuesKeys)
+	keys.UsageText = "queue queues keys QUEUE [--top N] [--json]\n\n" +
+		"Shows the queue's key limits (key_concurrency, key_rate, fairness), how many of its jobs wait for their\n" +
+		"key to have room, the keys holding jobs back (most first) and the keys with the most jobs queued or\n" +
+		"processing (among the first 100,000 keyed jobs). See docs/flow-control.md.\n\n" +
+		"Examples:\n  queue queues keys sync\n  queue queues keys sync --top 5 --json"
 	return &cli.Command{
 		Name:      "queues",
-		Usage:     "list, pause, resume and drain queues",
-		UsageText: "queue queues list|pause|resume|drain\n\nExamples:\n  queue queues list\n  queue queues pause emails",
+		Usage:     "list, pause, resume and drain queues, and show their keys",
+		UsageText: "queue queues list|pause|resume|drain|keys\n\nExamples:\n  queue queues list\n  queue queues pause emails\n  queue queues keys sync",
 		Subcommands: []*cli.Command{
 			{
 				Name:      "list",
@@ -472,8 +615,68 @@ func queuesCommand() *cli.Command {
 				return nil
 			}),
 			drain,
+			keys,
 		},
 	}
+}
+
+// queuesKeys prints the keys of queue q: its key limits, the jobs held
+// back, the keys at their limit and the busiest keys.
+func queuesKeys(c *cli.Context, cl *client.Client, q string) error {
+	if n := c.Int("top"); n < 1 || n > app.MaxKeyStatsLimit {
+		return usagef("--top %d: want 1 to %d keys in each list", n, app.MaxKeyStatsLimit)
+	}
+	st, err := cl.QueueKeys(c.Context, q, c.Int("top"))
+	if err != nil {
+		return remoteErr(c, err)
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, st)
+	}
+	w := c.App.Writer
+	l := st.Limits
+	rate, _ := app.ParseKeyRate(l.KeyRate)
+	limits := keyLimitsText(app.QueueConfig{KeyConcurrency: l.KeyConcurrency, KeyRate: rate, Fairness: l.Fairness})
+	if limits == "-" {
+		limits = "none (its keyed jobs run as plain jobs; set key_concurrency, key_rate or fairness under [queues." + q + "])"
+	}
+	fmt.Fprintf(w, "queue %s: per key %s\n", q, limits)
+	fmt.Fprintf(w, "%s waiting for their key\n", plural(st.Held, "job"))
+	for _, list := range []struct {
+		title string
+		keys  []app.KeyCount
+	}{{"at their limit, holding jobs back", st.AtLimit}, {"busiest", st.Busiest}} {
+		fmt.Fprintf(w, "\nkeys %s:\n", list.title)
+		if len(list.keys) == 0 {
+			fmt.Fprintln(w, "  (none)")
+			continue
+		}
+		tw := table(w)
+		fmt.Fprintln(tw, "KEY\tQUEUED\tPROCESSING\tWAITING")
+		for _, k := range list.keys {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", k.Key, k.Queued, k.Processing, k.Held)
+		}
+		tw.Flush()
+	}
+	return nil
+}
+
+// keyLimitsText writes the key limits of a queue's policy ("-": none).
+func keyLimitsText(q app.QueueConfig) string {
+	var parts []string
+	if q.KeyConcurrency > 0 {
+		parts = append(parts, fmt.Sprintf("%d at once", q.KeyConcurrency))
+	}
+	if q.KeyRate.N > 0 {
+		parts = append(parts, q.KeyRate.String())
+	}
+	if q.Fairness != "" {
+		parts = append(parts, q.Fairness)
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // queuesList prints the queues with their state and policy.
@@ -486,14 +689,14 @@ func queuesList(c *cli.Context) error {
 		return printJSON(c.App.Writer, map[string]any{"queues": qs})
 	}
 	tw := table(c.App.Writer)
-	fmt.Fprintln(tw, "QUEUE\tSTATE\tMAX ATTEMPTS\tTIMEOUT\tCONCURRENCY\tRATE\tMAX QUEUED")
+	fmt.Fprintln(tw, "QUEUE\tSTATE\tMAX ATTEMPTS\tTIMEOUT\tCONCURRENCY\tRATE\tMAX QUEUED\tPER KEY")
 	for _, q := range qs {
 		state := "active"
 		if q.Paused {
 			state = "paused"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", q.Name, state, q.Config.MaxAttempts, q.Config.Timeout,
-			limitText(float64(q.Config.Concurrency)), limitText(q.Config.Rate), limitText(float64(q.Config.MaxQueued)))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", q.Name, state, q.Config.MaxAttempts, q.Config.Timeout,
+			limitText(float64(q.Config.Concurrency)), limitText(q.Config.Rate), limitText(float64(q.Config.MaxQueued)), keyLimitsText(q.Config))
 	}
 	return tw.Flush()
 }

@@ -307,17 +307,20 @@ func openService(ctx context.Context, cfg *config, log zerolog.Logger) (app.Stor
 	bus := app.NewBus()
 	clock := app.SystemClock{}
 	var metrics *ui.Metrics
+	scfg := cfg.serviceConfig()
 	opts := app.StoreOptions{Clock: clock, Bus: bus, Log: log.With().Str("component", "store").Logger(),
 		ObserveWrite: func(n int, d time.Duration) {
 			if metrics != nil {
 				metrics.ObserveWrite(n, d)
 			}
-		}}
+		},
+		KeyLimits: scfg.KeyLimits, // the stores hold keyed jobs back by the queue's key_concurrency, key_rate and fairness
+	}
 	store, err := OpenStore(ctx, cfg.Server.DB, cfg.Server.Sync, opts)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	svc := app.NewService(store, cfg.serviceConfig(), clock, bus, log.With().Str("component", "service").Logger())
+	svc := app.NewService(store, scfg, clock, bus, log.With().Str("component", "service").Logger())
 	metrics = ui.NewMetrics(svc, cfg.metricLabels()...)
 	return store, svc, metrics, nil
 }
@@ -346,9 +349,10 @@ func httpServer(cfg *config, svc *app.Service, sched *app.Scheduler, metrics *ui
 func lead(ctx context.Context, cfg *config, svc *app.Service, sched *app.Scheduler, log zerolog.Logger) {
 	maint := &app.Maintainer{Service: svc}
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); maint.Run(ctx, cfg.Maintenance.Interval.D()) }()
 	go func() { defer wg.Done(); sched.Run(ctx) }()
+	go func() { defer wg.Done(); sweepKeys(ctx, svc.Store, keySweepEvery, log) }()
 	sweeps := cron.New(cron.WithLogger(cron.DiscardLogger))
 	spec := cfg.Maintenance.Retention
 	if spec == "" {
@@ -365,6 +369,31 @@ func lead(ctx context.Context, cfg *config, svc *app.Service, sched *app.Schedul
 	<-ctx.Done()
 	<-sweeps.Stop().Done()
 	wg.Wait()
+}
+
+// keySweepEvery is how often the leader sweeps the keys holding jobs back.
+const keySweepEvery = time.Minute
+
+// sweepKeys runs app.SweepKeys at once and then every interval until ctx
+// ends: it releases the held jobs that a key limit raised or lifted in the
+// config (or a release missed) gives room for.
+func sweepKeys(ctx context.Context, w app.Writer, interval time.Duration, log zerolog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		n, err := app.SweepKeys(ctx, w, 1000)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Error().Err(err).Msg("key sweep failed")
+		case n > 0:
+			log.Info().Int("jobs", n).Msg("key sweep released held jobs")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // redactDSN hides a password in a postgres:// address for the logs.

@@ -22,7 +22,7 @@ func workCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "work",
 		Usage: "run a command for each job of a queue, pulling over HTTP",
-		UsageText: "queue work --server URL --queue Q [--kind K]... [--concurrency N] [--token T] [--grace 30s] [--timeout D] [--kill-grace D] [--env KEY=VALUE]... [--pass-env NAME]... -- COMMAND ARGS...\n\n" +
+		UsageText: "queue work --server URL --queue Q|--queues Q1=W1,Q2=W2|Q1,Q2 [--kind K]... [--concurrency N] [--token T] [--grace 30s] [--timeout D] [--kill-grace D] [--env KEY=VALUE]... [--pass-env NAME]... -- COMMAND ARGS...\n\n" +
 			"Each job runs COMMAND (no shell: write `sh -c '...'` for one) with the payload on stdin and QUEUE_JOB_ID,\n" +
 			"QUEUE_JOB_KIND, QUEUE_QUEUE, QUEUE_ATTEMPT, QUEUE_MAX_ATTEMPTS in its environment; a workflow step also gets\n" +
 			"QUEUE_WORKFLOW_ID and QUEUE_STEP and, when it depends on other steps, QUEUE_PARENTS_FILE: a JSON file of their\n" +
@@ -32,14 +32,21 @@ func workCommand() *cli.Command {
 			"its result (JSON if it parses); exit 65 fails it for good (dead-letter queue); any other exit, a signal or the\n" +
 			"timeout fails it with a retry. SIGTERM/SIGINT: stop claiming, let running jobs finish within --grace, then stop\n" +
 			"them and give their jobs back to run again elsewhere.\n\n" +
+			"--queues works several queues instead of --queue: with weights (critical=6,default=3,low=1) each claim\n" +
+			"draws its queues in proportion, so over many claims they get work in that ratio and none starves; without\n" +
+			"(critical,default) in strict order, a queue asked only when those before it have nothing. A long poll\n" +
+			"wakes on any of them (POST /api/claim; see docs/flow-control.md).\n\n" +
 			"Examples:\n" +
 			"  queue work --queue emails -- ./send-email.sh\n" +
 			"  queue work --server http://queue.internal:8080 --token $TOKEN --queue reports --kind report.build --concurrency 4 -- python3 build.py\n" +
 			"  queue work --queue uploads --pass-env AWS_REGION --env BUCKET=uploads -- ./upload.sh\n" +
+			"  queue work --queues critical=6,default=3,low=1 --concurrency 8 -- ./handle-job.sh\n" +
+			"  queue work --queues critical,default -- ./handle-job.sh   # strict: default only when critical is empty\n" +
 			"  queue work --queue etl --kind load -- sh -c 'jq -c .clean.result \"$QUEUE_PARENTS_FILE\" | ./load.sh'   # a workflow step\n" +
 			"  queue work --queue default -- sh -c 'cat >/dev/null; echo \"{\\\"ok\\\":true}\"'",
 		Flags: withFlags(serverFlags(), []cli.Flag{
 			&cli.StringFlag{Name: "queue", Value: app.DefaultQueue, Usage: "queue to work", EnvVars: []string{"QUEUE_QUEUE"}},
+			&cli.StringFlag{Name: "queues", Usage: "several queues instead of --queue: weighted (critical=6,default=3) or in strict order (critical,default)", EnvVars: []string{"QUEUE_QUEUES"}},
 			&cli.StringSliceFlag{Name: "kind", Usage: "only jobs of this kind (repeatable; default: every kind)", EnvVars: []string{"QUEUE_KINDS"}},
 			&cli.IntFlag{Name: "concurrency", Value: 1, Usage: "jobs run at once", EnvVars: []string{"QUEUE_CONCURRENCY"}},
 			&cli.DurationFlag{Name: "grace", Value: worker.DefaultGrace, Usage: "on SIGTERM/SIGINT, how long running jobs may finish before they are stopped and given back", EnvVars: []string{"QUEUE_GRACE"}},
@@ -64,9 +71,16 @@ func work(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	qs, err := workQueues(c)
+	if err != nil {
+		return err
+	}
 	log := newLogger(c.App.ErrWriter, c.String("log-format"), c.String("log-level")).With().Str("component", "worker").Logger()
 	cl := newClient(c)
 	p := workPool(c, cl, env, log)
+	if qs != nil {
+		p.Queue, p.Queues = "", qs
+	}
 	if err := reachServer(c, cl, log); err != nil {
 		return err
 	}
@@ -122,6 +136,30 @@ func workFlags(c *cli.Context) (map[string]string, error) {
 		}
 	}
 	return env, nil
+}
+
+// workQueues reads --queues: nil when work takes one queue (--queue).
+func workQueues(c *cli.Context) (*app.QueueChoice, error) {
+	if !c.IsSet("queues") {
+		return nil, nil
+	}
+	if c.IsSet("queue") {
+		return nil, usagef("--queue %q and --queues %q both name the queues to work (QUEUE_QUEUE and QUEUE_QUEUES count too): keep one; --queues takes one queue as well",
+			c.String("queue"), c.String("queues"))
+	}
+	qs, err := app.ParseQueueChoice(c.String("queues"))
+	if err != nil {
+		msg := err.Error()
+		var ie *app.InvalidError
+		if errors.As(err, &ie) {
+			msg = ie.Message
+		}
+		if !strings.Contains(msg, "critical") {
+			msg += " (e.g. --queues critical=6,default=3, or critical,default for a strict order)"
+		}
+		return nil, usagef("--queues %q: %s", c.String("queues"), msg)
+	}
+	return qs, nil
 }
 
 // workPool is the Pool the flags of work describe, over the server cl talks to.

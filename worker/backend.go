@@ -36,6 +36,16 @@ type Backend interface {
 	AckCancel(ctx context.Context, id, lease int64) error
 }
 
+// QueuesBackend is a Backend that also claims from several queues in one
+// call, by weight or in a strict order (app.QueueChoice): a Pool with
+// Queues needs one. LocalBackend and *client.Client are QueuesBackends.
+type QueuesBackend interface {
+	Backend
+	// ClaimQueues hands out up to in.Limit jobs of the queues in.Queues
+	// names, waiting up to in.Wait for one to land in any of them.
+	ClaimQueues(ctx context.Context, in app.ClaimInput) ([]*app.Job, error)
+}
+
 // Lease is the state of a job's lease after a heartbeat.
 type Lease struct {
 	ExpiresAt       time.Time `json:"lease_expires_at"`
@@ -50,11 +60,18 @@ func LocalBackend(svc *app.Service) Backend { return &localBackend{svc: svc} }
 
 type localBackend struct{ svc *app.Service }
 
+var _ QueuesBackend = (*localBackend)(nil)
+
 // localWorker is the actor recorded when a worker in the same process acknowledges a cancel.
 const localWorker = "worker"
 
 func (b *localBackend) Claim(ctx context.Context, queue string, in app.ClaimInput) ([]*app.Job, error) {
 	return b.svc.ClaimLocal(ctx, queue, in) // the workers of the config are not clients to cap
+}
+
+// ClaimQueues claims from several queues (Service.ClaimQueues).
+func (b *localBackend) ClaimQueues(ctx context.Context, in app.ClaimInput) ([]*app.Job, error) {
+	return b.svc.ClaimQueues(ctx, in)
 }
 
 func (b *localBackend) Heartbeat(ctx context.Context, id, lease int64, extend time.Duration) (*Lease, error) {

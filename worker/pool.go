@@ -83,8 +83,13 @@ func (jobTimeout) Is(target error) bool { return target == errJobTimeout }
 type Pool struct {
 	// Backend is where jobs come from: LocalBackend(svc) or a *client.Client.
 	Backend Backend
-	// Queue to claim from. If empty, "default".
+	// Queue to claim from. If empty (and Queues is nil), "default".
 	Queue string
+	// Queues, if set, are several queues to claim from instead of Queue:
+	// with weights, each claim draws them in proportion; without, in a
+	// strict order (see app.QueueChoice). The Backend must be a
+	// QueuesBackend (*client.Client and LocalBackend are).
+	Queues *app.QueueChoice
 	// Kinds, if not empty, restricts claims to these kinds.
 	Kinds []string
 	// Handler runs each job.
@@ -114,6 +119,8 @@ type Pool struct {
 	stopDone chan struct{}
 	hurry    chan struct{} // closed by Interrupt
 	hurryOne sync.Once
+
+	claimQueues func(ctx context.Context, in app.ClaimInput) ([]*app.Job, error) // with Queues
 
 	claimCtx    context.Context
 	claimCancel context.CancelFunc
@@ -158,11 +165,17 @@ func (p *Pool) Start(ctx context.Context) error {
 	if p.Handler == nil {
 		return errors.New("worker: no handler")
 	}
-	if p.Queue == "" {
-		p.Queue = app.DefaultQueue
-	}
-	if err := app.ValidateQueue(p.Queue); err != nil {
-		return fmt.Errorf("worker: %w", err)
+	if p.Queues != nil {
+		if err := p.checkQueues(); err != nil {
+			return err
+		}
+	} else {
+		if p.Queue == "" {
+			p.Queue = app.DefaultQueue
+		}
+		if err := app.ValidateQueue(p.Queue); err != nil {
+			return fmt.Errorf("worker: %w", err)
+		}
 	}
 	for _, k := range p.Kinds {
 		if err := app.ValidateKind(k); err != nil {
@@ -190,7 +203,12 @@ func (p *Pool) Start(ctx context.Context) error {
 		p.WorkerID = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
 	p.started = true
-	p.Log = p.Log.With().Str("queue", p.Queue).Str("worker_id", p.WorkerID).Logger()
+	if p.Queues != nil {
+		p.claimQueues = p.Backend.(QueuesBackend).ClaimQueues
+		p.Log = p.Log.With().Str("queues", p.Queues.String()).Str("worker_id", p.WorkerID).Logger()
+	} else {
+		p.Log = p.Log.With().Str("queue", p.Queue).Str("worker_id", p.WorkerID).Logger()
+	}
 	base := context.WithoutCancel(ctx)
 	p.claimCtx, p.claimCancel = context.WithCancel(base)
 	p.jobsCtx, p.jobsCancel = context.WithCancelCause(base)
@@ -204,6 +222,28 @@ func (p *Pool) Start(ctx context.Context) error {
 	go p.claimLoop()
 	go p.batcher()
 	p.Log.Info().Int("concurrency", p.Concurrency).Strs("kinds", p.Kinds).Msg("worker started")
+	return nil
+}
+
+// checkQueues checks p.Queues before Start: app's rules for a claim's
+// queues, no Queue beside it, and a Backend that claims from several.
+func (p *Pool) checkQueues() error {
+	qs := p.Queues
+	if p.Queue != "" {
+		return fmt.Errorf("worker: Queue %q and Queues %q both set: give one", p.Queue, qs.String())
+	}
+	if len(qs.Names) == 0 {
+		return errors.New("worker: Queues names no queue: name at least one")
+	}
+	if qs.Weights != nil && len(qs.Weights) != len(qs.Names) {
+		return fmt.Errorf("worker: Queues has %d names and %d weights: give each queue a weight, or none", len(qs.Names), len(qs.Weights))
+	}
+	if _, err := app.ParseQueueChoice(qs.String()); err != nil { // app's rules, on the form the command line gives
+		return fmt.Errorf("worker: %w", err)
+	}
+	if _, ok := p.Backend.(QueuesBackend); !ok {
+		return fmt.Errorf("worker: Queues needs a Backend that claims from several queues (a *client.Client or LocalBackend); %T does not", p.Backend)
+	}
 	return nil
 }
 
@@ -314,7 +354,15 @@ func (p *Pool) claimLoop() {
 		}
 		wait := app.Duration(p.PollWait)
 		began := time.Now()
-		jobs, err := p.Backend.Claim(p.claimCtx, p.Queue, app.ClaimInput{WorkerID: p.WorkerID, Limit: n, Wait: &wait, Kinds: p.Kinds})
+		in := app.ClaimInput{WorkerID: p.WorkerID, Limit: n, Wait: &wait, Kinds: p.Kinds}
+		var jobs []*app.Job
+		var err error
+		if p.claimQueues != nil {
+			in.Queues = p.Queues
+			jobs, err = p.claimQueues(p.claimCtx, in)
+		} else {
+			jobs, err = p.Backend.Claim(p.claimCtx, p.Queue, in)
+		}
 		for i := len(jobs); i < n; i++ {
 			<-p.slots
 		}
@@ -604,12 +652,17 @@ func (p *Pool) complete(log *jobLog, job *app.Job, leaseLen time.Duration, resul
 }
 
 // encodeResult marshals what a handler returned, within MaxResultBytes.
+// An empty json.RawMessage is no result, as nil is: a command that printed
+// nothing completes with a null result.
 func encodeResult(result any) (json.RawMessage, error) {
 	var raw json.RawMessage
 	switch r := result.(type) {
 	case nil:
 		return nil, nil
 	case json.RawMessage:
+		if len(r) == 0 {
+			return nil, nil
+		}
 		raw = r
 		if !json.Valid(raw) {
 			return nil, errors.New("handler returned a json.RawMessage that is not valid JSON")
