@@ -95,6 +95,9 @@ func ParseKeyRate(s string) (KeyRate, error) {
 	r := KeyRate{Per: time.Second}
 	var err error
 	if r.N, err = strconv.Atoi(strings.TrimSpace(n)); err != nil || r.N < 0 || r.N > 1_000_000 {
+		if strings.Contains(n, ".") {
+			return KeyRate{}, fmt.Errorf("key_rate %q: give whole jobs per period: \"1/2s\" for one every two seconds", s)
+		}
 		return KeyRate{}, fmt.Errorf("key_rate %q: give jobs per period, like \"10/1m\"", s)
 	}
 	if ok {
@@ -137,10 +140,38 @@ func held(tx Tx, nj *NewJob) {
 // insert inserts njs by the rules of their keys (see held): every insert
 // of the lifecycle goes through it.
 func insert(tx Tx, njs ...*NewJob) ([]*Job, error) {
+	anyHeld := false
 	for _, nj := range njs {
 		held(tx, nj)
+		anyHeld = anyHeld || nj.Held
 	}
-	return tx.Insert(njs...)
+	jobs, err := tx.Insert(njs...)
+	if err != nil || !anyHeld {
+		return jobs, err
+	}
+	// Release now what the keys have room for, and read back which of the
+	// new jobs still wait, so the answer says what GET would.
+	if _, err := releaseChanged(tx); err != nil {
+		return nil, err
+	}
+	byID := map[int64]*Job{}
+	var ids []int64
+	for _, j := range jobs {
+		if j.Held {
+			byID[j.ID] = j
+			ids = append(ids, j.ID)
+		}
+	}
+	now, err := tx.Jobs(JobFilter{IDs: ids, Limit: len(ids)})
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range now {
+		if j := byID[n.ID]; j != nil {
+			j.Held, j.RunAt, j.UpdatedAt = n.Held, n.RunAt, n.UpdatedAt
+		}
+	}
+	return jobs, nil
 }
 
 // KeyEnded notes that a job of key in queue no longer holds a place, so
@@ -160,7 +191,7 @@ func SettleKeys(tx Tx) error {
 	return err
 }
 
-// releaseChanged is SettleKeys; it says how many keys released a job.
+// releaseChanged is SettleKeys; it says how many jobs it released.
 func releaseChanged(tx Tx) (int, error) {
 	changed := tx.ChangedKeys()
 	if len(changed) == 0 {
@@ -187,19 +218,19 @@ func releaseChanged(tx Tx) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		n += len(got)
+		n += got
 	}
 	return n, nil
 }
 
 // releaseKeys releases the held jobs of keys (distinct, sorted) of queue
-// that lim gives room for, and names the keys it released a job of. A
+// that lim gives room for, and says how many. A
 // queue that limits nothing releases every held job (its limits were
 // lifted); a round-robin release moves its job behind those released
 // before it.
-func releaseKeys(tx Tx, queue string, keys []string, lim KeyLimits) ([]string, error) {
+func releaseKeys(tx Tx, queue string, keys []string, lim KeyLimits) (int, error) {
 	if len(keys) == 0 {
-		return nil, nil
+		return 0, nil
 	}
 	room := make(map[string]int, len(keys))
 	if !lim.Keyed() {
@@ -209,7 +240,7 @@ func releaseKeys(tx Tx, queue string, keys []string, lim KeyLimits) ([]string, e
 	} else {
 		load, err := tx.KeyLoads(queue, keys)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		for _, k := range keys {
 			r := math.MaxInt32
@@ -228,7 +259,7 @@ func releaseKeys(tx Tx, queue string, keys []string, lim KeyLimits) ([]string, e
 	if lim.Rate.N > 0 && len(room) > 0 {
 		var err error
 		if buckets, err = tx.KeyBuckets(queue, sortedKeys(room)); err != nil {
-			return nil, err
+			return 0, err
 		}
 		for k, r := range room {
 			b := buckets[k]
@@ -256,11 +287,11 @@ func releaseKeys(tx Tx, queue string, keys []string, lim KeyLimits) ([]string, e
 		slices.Sort(want)
 		got, err := tx.Release(queue, want, lim.RoundRobin)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		if len(got) > 0 {
 			if err := tx.Fault(FaultKeyRelease, 0); err != nil {
-				return nil, err
+				return 0, err
 			}
 		}
 		for _, k := range got {
@@ -272,7 +303,7 @@ func releaseKeys(tx Tx, queue string, keys []string, lim KeyLimits) ([]string, e
 		// may hold more jobs back waits for its next token.
 		held, err := tx.HasHeld(queue, sortedKeys(buckets))
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		for k, b := range buckets {
 			b.Tokens += float64(room[k] - released[k])
@@ -283,18 +314,17 @@ func releaseKeys(tx Tx, queue string, keys []string, lim KeyLimits) ([]string, e
 			buckets[k] = b
 		}
 		if err := tx.SetKeyBuckets(queue, buckets); err != nil {
-			return nil, err
+			return 0, err
 		}
 	}
-	out := make([]string, 0, len(released))
-	for k := range released {
-		out = append(out, k)
+	n := 0
+	for _, r := range released {
+		n += r
 	}
-	if len(out) > 0 {
-		slices.Sort(out)
+	if n > 0 {
 		tx.Wake(queue)
 	}
-	return out, nil
+	return n, nil
 }
 
 // refill is the level of bucket b at now under rate r: full when new.
@@ -360,7 +390,7 @@ func SweepKeys(ctx context.Context, w Writer, limit int) (int, error) {
 					return err
 				}
 				got, err := releaseKeys(tx, q, keys, tx.KeyLimits(q))
-				n += len(got)
+				n += got
 				after = keys[len(keys)-1]
 				return err
 			})

@@ -346,6 +346,15 @@ func (s *Service) ClaimQueues(ctx context.Context, in ClaimInput) ([]*Job, error
 	return s.claim(ctx, in.Queues, in, true)
 }
 
+// ClaimQueuesLocal is ClaimQueues for the in-process workers: like
+// ClaimLocal, its wait does not count against Config.MaxWaiters.
+func (s *Service) ClaimQueuesLocal(ctx context.Context, in ClaimInput) ([]*Job, error) {
+	if in.Queues == nil || len(in.Queues.Names) == 0 {
+		return nil, Invalid("queues", "name the queues to claim from")
+	}
+	return s.claim(ctx, in.Queues, in, false)
+}
+
 // ClaimLocal is Claim for the in-process workers (package worker's
 // LocalBackend): its wait does not count against Config.MaxWaiters,
 // since their number is set by the config, not by clients.

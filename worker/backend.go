@@ -71,7 +71,7 @@ func (b *localBackend) Claim(ctx context.Context, queue string, in app.ClaimInpu
 
 // ClaimQueues claims from several queues (Service.ClaimQueues).
 func (b *localBackend) ClaimQueues(ctx context.Context, in app.ClaimInput) ([]*app.Job, error) {
-	return b.svc.ClaimQueues(ctx, in)
+	return b.svc.ClaimQueuesLocal(ctx, in)
 }
 
 func (b *localBackend) Heartbeat(ctx context.Context, id, lease int64, extend time.Duration) (*Lease, error) {

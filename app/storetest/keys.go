@@ -47,6 +47,9 @@ func testKeyConcurrencyOneRunsInOrder(e *env) {
 		}
 	}
 	plain := e.submitOne("q", "k")
+	if a[0].Held || !a[1].Held || b[0].Held || plain.Held {
+		e.t.Fatalf("submit answers: held %v %v %v %v, want false true false false (as stored)", a[0].Held, a[1].Held, b[0].Held, plain.Held)
+	}
 	if j := e.get(a[1].ID); !j.Held || j.Status != app.StatusQueued || j.Key != "A" {
 		e.t.Fatalf("second job of key A: held %v status %s key %q, want held, queued, A", j.Held, j.Status, j.Key)
 	}
