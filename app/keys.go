@@ -150,17 +150,22 @@ func insert(tx Tx, njs ...*NewJob) ([]*Job, error) {
 		return jobs, err
 	}
 	// Release now what the keys have room for, and read back which of the
-	// new jobs still wait, so the answer says what GET would.
-	if _, err := releaseChanged(tx); err != nil {
+	// new jobs still wait (of the keys that released any), so the answer
+	// says what GET would.
+	released, err := releaseChanged(tx)
+	if err != nil {
 		return nil, err
 	}
 	byID := map[int64]*Job{}
 	var ids []int64
 	for _, j := range jobs {
-		if j.Held {
+		if j.Held && released[QueueKey{j.Queue, j.Key}] > 0 {
 			byID[j.ID] = j
 			ids = append(ids, j.ID)
 		}
+	}
+	if len(ids) == 0 {
+		return jobs, nil
 	}
 	now, err := tx.Jobs(JobFilter{IDs: ids, Limit: len(ids)})
 	if err != nil {
@@ -191,11 +196,11 @@ func SettleKeys(tx Tx) error {
 	return err
 }
 
-// releaseChanged is SettleKeys; it says how many jobs it released.
-func releaseChanged(tx Tx) (int, error) {
+// releaseChanged is SettleKeys; it says how many jobs it released per key.
+func releaseChanged(tx Tx) (map[QueueKey]int, error) {
 	changed := tx.ChangedKeys()
 	if len(changed) == 0 {
-		return 0, nil
+		return nil, nil
 	}
 	byQueue := map[string][]string{}
 	var queues []string
@@ -206,7 +211,7 @@ func releaseChanged(tx Tx) (int, error) {
 		byQueue[k.Queue] = append(byQueue[k.Queue], k.Key)
 	}
 	slices.Sort(queues)
-	n := 0
+	out := map[QueueKey]int{}
 	for _, q := range queues {
 		lim := tx.KeyLimits(q)
 		if !lim.Keyed() {
@@ -216,21 +221,24 @@ func releaseChanged(tx Tx) (int, error) {
 		slices.Sort(keys)
 		got, err := releaseKeys(tx, q, slices.Compact(keys), lim)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
-		n += got
+		for k, n := range got {
+			out[QueueKey{q, k}] = n
+		}
 	}
-	return n, nil
+	return out, nil
 }
 
 // releaseKeys releases the held jobs of keys (distinct, sorted) of queue
-// that lim gives room for, and says how many. A
+// that lim gives room for, and says how many per key (keys with none are
+// left out). A
 // queue that limits nothing releases every held job (its limits were
 // lifted); a round-robin release moves its job behind those released
 // before it.
-func releaseKeys(tx Tx, queue string, keys []string, lim KeyLimits) (int, error) {
+func releaseKeys(tx Tx, queue string, keys []string, lim KeyLimits) (map[string]int, error) {
 	if len(keys) == 0 {
-		return 0, nil
+		return nil, nil
 	}
 	room := make(map[string]int, len(keys))
 	if !lim.Keyed() {
@@ -240,7 +248,7 @@ func releaseKeys(tx Tx, queue string, keys []string, lim KeyLimits) (int, error)
 	} else {
 		load, err := tx.KeyLoads(queue, keys)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		for _, k := range keys {
 			r := math.MaxInt32
@@ -259,7 +267,7 @@ func releaseKeys(tx Tx, queue string, keys []string, lim KeyLimits) (int, error)
 	if lim.Rate.N > 0 && len(room) > 0 {
 		var err error
 		if buckets, err = tx.KeyBuckets(queue, sortedKeys(room)); err != nil {
-			return 0, err
+			return nil, err
 		}
 		for k, r := range room {
 			b := buckets[k]
@@ -287,11 +295,11 @@ func releaseKeys(tx Tx, queue string, keys []string, lim KeyLimits) (int, error)
 		slices.Sort(want)
 		got, err := tx.Release(queue, want, lim.RoundRobin)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		if len(got) > 0 {
 			if err := tx.Fault(FaultKeyRelease, 0); err != nil {
-				return 0, err
+				return nil, err
 			}
 		}
 		for _, k := range got {
@@ -303,7 +311,7 @@ func releaseKeys(tx Tx, queue string, keys []string, lim KeyLimits) (int, error)
 		// may hold more jobs back waits for its next token.
 		held, err := tx.HasHeld(queue, sortedKeys(buckets))
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		for k, b := range buckets {
 			b.Tokens += float64(room[k] - released[k])
@@ -314,17 +322,13 @@ func releaseKeys(tx Tx, queue string, keys []string, lim KeyLimits) (int, error)
 			buckets[k] = b
 		}
 		if err := tx.SetKeyBuckets(queue, buckets); err != nil {
-			return 0, err
+			return nil, err
 		}
 	}
-	n := 0
-	for _, r := range released {
-		n += r
-	}
-	if n > 0 {
+	if len(released) > 0 {
 		tx.Wake(queue)
 	}
-	return n, nil
+	return released, nil
 }
 
 // refill is the level of bucket b at now under rate r: full when new.
@@ -390,7 +394,9 @@ func SweepKeys(ctx context.Context, w Writer, limit int) (int, error) {
 					return err
 				}
 				got, err := releaseKeys(tx, q, keys, tx.KeyLimits(q))
-				n += got
+				for _, r := range got {
+					n += r
+				}
 				after = keys[len(keys)-1]
 				return err
 			})
