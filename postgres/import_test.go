@@ -41,7 +41,8 @@ func copyFromSQLite(t *testing.T, src *sqlite.Store, dst *Store, size int) (sqli
 func fillSQLite(t *testing.T, path string) (maxID int64) {
 	t.Helper()
 	clock := app.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 123e6, time.UTC))
-	s, err := sqlite.Open(t.Context(), path, sqlite.Options{StoreOptions: app.StoreOptions{Clock: clock, Log: zerolog.Nop()}, Sync: "normal"})
+	s, err := sqlite.Open(t.Context(), path, sqlite.Options{StoreOptions: app.StoreOptions{Clock: clock, Log: zerolog.Nop(),
+		KeyLimits: keyedLimits}, Sync: "normal"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,8 +56,15 @@ func fillSQLite(t *testing.T, path string) (maxID int64) {
 		{Queue: "mail", Kind: "send", Payload: json.RawMessage(`"later"`), RunAt: clock.Now().Add(time.Hour), MaxAttempts: 3, Timeout: time.Second},
 	}
 	for i := 0; i < 12; i++ {
-		jobs = append(jobs, app.NewJob{Queue: "work", Kind: "k", Payload: json.RawMessage(`{"i":` + string(rune('0'+i%10)) + `}`), MaxAttempts: 2, Timeout: 10 * time.Second})
+		jobs = append(jobs, app.NewJob{Queue: "work", Kind: "k", Payload: json.RawMessage(`{"i":` + string(rune('0'+i%10)) + `}`), MaxAttempts: 2, Timeout: 10 * time.Second,
+			Key: "acct-9"}) // a queue that limits no key: plain jobs, their dead-letter rows keep the key
 	}
+	// A queue at key_concurrency 1: one job of the key released, two held;
+	// and a unique job, stored under its signature.
+	for i := range 3 {
+		jobs = append(jobs, app.NewJob{Queue: "keyed", Kind: "k", Payload: json.RawMessage(`{"n":` + string(rune('0'+i)) + `}`), MaxAttempts: 1, Timeout: time.Second, Key: "acct-1"})
+	}
+	jobs = append(jobs, uniqueJob())
 	if _, err := app.Submit(ctx, s, app.SubmitRequest{Jobs: jobs}); err != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +136,20 @@ func fillSQLite(t *testing.T, path string) (maxID int64) {
 	return top[0].Job.ID
 }
 
+// keyedLimits limits the keys of queue keyed (see fillSQLite).
+func keyedLimits(q string) app.KeyLimits {
+	if q == "keyed" {
+		return app.KeyLimits{Concurrency: 1}
+	}
+	return app.KeyLimits{}
+}
+
+// uniqueJob is a job with a unique rule (see fillSQLite).
+func uniqueJob() app.NewJob {
+	return app.NewJob{Queue: "unique", Kind: "k", Payload: json.RawMessage(`{"u":1}`), MaxAttempts: 1, Timeout: time.Second,
+		Unique: &app.UniqueRule{By: []string{"kind", "payload"}, While: []string{"queued", "scheduled", "processing"}}}
+}
+
 func jobs2ID(t *testing.T, s *sqlite.Store, queue string, st app.Status) int64 {
 	t.Helper()
 	got, err := s.List(t.Context(), app.JobFilter{Queue: queue, StatusIn: []app.Status{st}, Limit: 1})
@@ -160,7 +182,7 @@ func TestImportFromSQLiteKeepsEveryRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	dst := mustOpen(t, Options{StoreOptions: app.StoreOptions{Clock: clock}})
+	dst := mustOpen(t, Options{StoreOptions: app.StoreOptions{Clock: clock, KeyLimits: keyedLimits}})
 	sum, rows, err := copyFromSQLite(t, src, dst, 3)
 	if err != nil {
 		t.Fatalf("copy: %v", err)
@@ -230,6 +252,28 @@ func TestImportFromSQLiteKeepsEveryRow(t *testing.T) {
 	if err := dst.Pool().QueryRow(ctx, `SELECT count(*) FROM periodic_fires`).Scan(&fires); err != nil || int64(fires) != sum.Rows["periodic_fires"] || fires != 2 {
 		t.Errorf("periodic fires: %d (%v), want 2", fires, err)
 	}
+	// Flow control goes on: the key's held jobs stay held until its job
+	// ends, and the unique job answers for its signature.
+	var keyed []*app.Job
+	for _, j := range gotJobs {
+		if j.Key == "acct-1" {
+			keyed = append(keyed, j)
+		}
+	}
+	if len(keyed) != 3 || keyed[0].Held || !keyed[1].Held || !keyed[2].Held {
+		t.Fatalf("the key's jobs after the copy: %s", asJSON(t, keyed))
+	}
+	for i, k := range keyed {
+		got, err := dst.Claim(ctx, app.ClaimRequest{Queue: "keyed", WorkerID: "w", Limit: 3})
+		if err != nil || len(got) != 1 || got[0].ID != k.ID {
+			t.Fatalf("claim %d of the key after the copy: %s %v, want job %d", i, asJSON(t, got), err, k.ID)
+		}
+		complete(t, dst, got[0])
+	}
+	dup, err := app.Submit(ctx, dst, app.SubmitRequest{Jobs: []app.NewJob{uniqueJob()}})
+	if err != nil || !dup[0].Duplicate || dup[0].Job.Queue != "unique" || dup[0].Job.Dedupe == "" {
+		t.Fatalf("the unique job submitted again after the copy: %s %v", asJSON(t, dup), err)
+	}
 	// New ids start above the highest the source ever used.
 	next := submit(t, dst, newJob("q"))[0]
 	if next.ID <= topID {
@@ -239,7 +283,7 @@ func TestImportFromSQLiteKeepsEveryRow(t *testing.T) {
 	if _, _, err := copyFromSQLite(t, src, dst, 100); err == nil {
 		t.Fatal("a copy into a database holding jobs succeeded")
 	}
-	if n, _ := dst.CountJobs(ctx, app.JobFilter{}); n != len(wantJobs)+1 {
+	if n, _ := dst.CountJobs(ctx, app.JobFilter{}); n != len(wantJobs)+1 { // the one submitted since
 		t.Fatalf("the refused copy changed jobs: %d", n)
 	}
 }
@@ -301,7 +345,8 @@ func wfResult(name string) json.RawMessage {
 // retention deleted. It returns their ids.
 func fillWorkflows(t *testing.T, path string, clock *app.FakeClock) (diamond, etl, cont, gone int64) {
 	t.Helper()
-	s, err := sqlite.Open(t.Context(), path, sqlite.Options{StoreOptions: app.StoreOptions{Clock: clock, Log: zerolog.Nop()}, Sync: "normal"})
+	s, err := sqlite.Open(t.Context(), path, sqlite.Options{StoreOptions: app.StoreOptions{Clock: clock, Log: zerolog.Nop(),
+		KeyLimits: keyedLimits}, Sync: "normal"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,10 +20,22 @@ import (
 // with the submissions beside it into one transaction (see combine); a
 // batch too large to gather has its own.
 func (s *Store) InsertJobs(ctx context.Context, jobs []app.NewJob) ([]app.Submitted, error) {
-	if len(jobs) > 0 && len(jobs) <= maxCombined {
+	if len(jobs) > 0 && len(jobs) <= maxCombined && !keyed(jobs) {
 		return s.combine(jobs)
 	}
 	return s.insertAlone(ctx, jobs)
+}
+
+// keyed reports whether one of jobs has a flow-control key: its insert
+// follows the key's rules (app.InsertAll), which a gathered write, whose
+// statements are all known before any runs, cannot.
+func keyed(jobs []app.NewJob) bool {
+	for i := range jobs {
+		if jobs[i].Key != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // insertAlone inserts jobs in a transaction of their own.
@@ -47,6 +59,8 @@ func (w *wtx) insertJobs(p *pipe, njs []*app.NewJob) []*app.Job {
 	runAts := make([]time.Time, n)
 	expires := make([]*time.Time, n)
 	keys, steps := make([]*string, n), make([]*string, n)
+	flowKeys, dedupes := make([]*string, n), make([]*string, n)
+	held := make([]bool, n)
 	replayed, workflows := make([]*int64, n), make([]*int64, n)
 	jobs := make([]*app.Job, n)
 	now := w.now
@@ -63,6 +77,7 @@ func (w *wtx) insertJobs(p *pipe, njs []*app.NewJob) []*app.Job {
 		priorities[i], maxAttempts[i], timeouts[i] = nj.Priority, nj.MaxAttempts, nj.Timeout.Milliseconds()
 		runAts[i], expires[i], keys[i], replayed[i] = job.RunAt, job.ExpiresAt, nullString(nj.IdempotencyKey), nj.ReplayedFrom
 		workflows[i], steps[i] = nullID(nj.WorkflowID), nullString(nj.Step)
+		flowKeys[i], held[i], dedupes[i] = nullString(nj.Key), nj.Held, nullString(nj.Dedupe)
 	}
 	p.query(func(rows pgx.Rows) error {
 		ids := make([]int64, 0, n)
@@ -92,16 +107,17 @@ func (w *wtx) insertJobs(p *pipe, njs []*app.NewJob) []*app.Job {
 		}
 		return nil
 	}, `INSERT INTO jobs (queue, kind, payload, priority, run_at, max_attempts, timeout_ms,
-			expires_at, tags, idempotency_key, replayed_from, workflow_id, step, created_at, updated_at)
+			expires_at, tags, idempotency_key, replayed_from, workflow_id, step, flow_key, held, dedupe, created_at, updated_at)
 		SELECT q, k, pl::json, pr, ra, ma, tm, ex,
 			CASE WHEN tg = '[]' THEN '{}'::text[] ELSE ARRAY(SELECT json_array_elements_text(tg::json)) END,
-			ik, rf, wf, st, $14, $14
+			ik, rf, wf, st, fk, hd, dd, $17, $17
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::int[], $7::bigint[],
-			$8::timestamptz[], $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::text[])
-			WITH ORDINALITY AS u(q, k, pl, pr, ra, ma, tm, ex, tg, ik, rf, wf, st, ord)
+			$8::timestamptz[], $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::text[], $14::text[], $15::bool[], $16::text[])
+			WITH ORDINALITY AS u(q, k, pl, pr, ra, ma, tm, ex, tg, ik, rf, wf, st, fk, hd, dd, ord)
 		ORDER BY ord
 		RETURNING id`,
-		queues, kinds, payloads, priorities, runAts, maxAttempts, timeouts, expires, tagDocs, keys, replayed, workflows, steps, now)
+		queues, kinds, payloads, priorities, runAts, maxAttempts, timeouts, expires, tagDocs, keys, replayed, workflows, steps,
+		flowKeys, held, dedupes, now)
 	return jobs
 }
 
@@ -195,10 +211,13 @@ func (s *Store) JobEvents(ctx context.Context, id int64) ([]app.Event, error) {
 // UPDATE SKIP LOCKED), so claimers on every node proceed side by side. With
 // a concurrency or rate limit the queue's advisory lock serializes the
 // check, so the limit holds across nodes; without one nothing is serialized.
+// Held jobs are out of the claim index, so key_concurrency alone needs
+// nothing more of a claim; round robin and key_rate release jobs as they
+// claim (app.Claim), which takes a transaction of app's.
 func (s *Store) Claim(ctx context.Context, req app.ClaimRequest) ([]*app.Job, error) {
 	var out []*app.Job
 	var err error
-	if req.Concurrency <= 0 && req.Rate <= 0 {
+	if lim := s.keyLimits(req.Queue); req.Concurrency <= 0 && req.Rate <= 0 && !lim.RoundRobin && lim.Rate.N <= 0 {
 		// One statement (the paused flag is one of its conditions): sent
 		// with its BEGIN and COMMIT in one round trip.
 		err = s.writePiped(ctx, func(w *wtx, p *pipe) {
@@ -276,6 +295,10 @@ func (w *wtx) pipeClaim(p *pipe, req app.ClaimRequest, n int, out *[]*app.Job) {
 func (w *wtx) claimStatement(req app.ClaimRequest, n int, locked bool) (string, args) {
 	a := args{}
 	now := a.add(w.now) + "::timestamptz"
+	due := now
+	if req.Ahead > 0 {
+		due = a.add(w.now.Add(req.Ahead)) + "::timestamptz"
+	}
 	leaseExp := now + ` + j.timeout_ms * interval '1 millisecond'`
 	if req.Timeout > 0 {
 		leaseExp = now + ` + ` + a.add(req.Timeout.Milliseconds()) + `::bigint * interval '1 millisecond'`
@@ -295,7 +318,7 @@ func (w *wtx) claimStatement(req app.ClaimRequest, n int, locked bool) (string, 
 	default:
 		kind = a.add(req.Kinds) + "::text[]"
 	}
-	return claimSQL(now, leaseExp, worker, queue, cond, kind, len(req.Kinds), lim), a
+	return claimSQL(now, due, leaseExp, worker, queue, cond, kind, len(req.Kinds), lim), a
 }
 
 // started puts claimed jobs in claim order and publishes (after commit)
@@ -310,17 +333,18 @@ func (w *wtx) started(jobs []*app.Job) ([]*app.Job, error) {
 // table to find the picked rows, and would be kept until the next ANALYZE.
 const customPlans = `SET LOCAL plan_cache_mode = force_custom_plan`
 
-// claimSQL is the claim statement: the first n claimable rows of a queue in
-// claim order, locked (skipping rows other transactions hold), moved to
-// processing with a new lease. Without kinds it walks jobs_claim (queue,
-// priority, run_at, id) from the front. With one kind (kind is its
-// parameter) it walks that kind's range of jobs_claim_kind (queue, kind,
-// priority, run_at, id), and with several (kind is a text[] parameter) the
-// range of each, keeping the first of those: a claim for one kind never
-// walks another kind's backlog. The picked rows are then found by their
-// primary key.
-func claimSQL(now, leaseExp, worker, queue, cond, kind string, kinds int, n string) string {
-	claimable := `status = 'queued' AND run_at <= ` + now + `
+// claimSQL is the claim statement: the first n claimable rows of a queue
+// (queued, not held, due by due) in claim order, locked (skipping rows
+// other transactions hold), moved to processing with a new lease. Without
+// kinds it walks jobs_claim (queue, priority, run_at, id) from the front.
+// With one kind (kind is its parameter) it walks that kind's range of
+// jobs_claim_kind (queue, kind, priority, run_at, id), and with several
+// (kind is a text[] parameter) the range of each, keeping the first of
+// those: a claim for one kind never walks another kind's backlog. Both
+// indexes leave held jobs out, and the claim says AND NOT held to use them.
+// The picked rows are then found by their primary key.
+func claimSQL(now, due, leaseExp, worker, queue, cond, kind string, kinds int, n string) string {
+	claimable := `status = 'queued' AND NOT held AND run_at <= ` + due + `
 				AND (expires_at IS NULL OR expires_at > ` + now + `)` + cond
 	if kinds == 1 {
 		claimable = `kind = ` + kind + ` AND ` + claimable
@@ -367,10 +391,11 @@ func fenceErr(row pgx.Row, id int64) error {
 
 // Complete implements app.Store: one statement completes the plain jobs
 // of the batch; only the items it did not match are looked at one by one.
-// A workflow step's completion releases its dependants, which takes the
-// rules of app: those items are completed step by step (app.Complete) in a
-// transaction of their own, after the plain ones committed (each item is
-// fenced on its own, so the two need not commit together).
+// A workflow step's completion releases its dependants, and a keyed job's
+// the next held job of its key, which take the rules of app: those items
+// are completed in a transaction of their own (completeRest), after the
+// plain ones committed (each item is fenced on its own, so the two need
+// not commit together).
 func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, error) {
 	first := app.FirstCompletions(items)
 	ids, leases, results := make([]int64, len(first)), make([]int64, len(first)), make([]string, len(first))
@@ -403,6 +428,7 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 					lease_expires_at = NULL
 				FROM unnest($2::bigint[], $3::bigint[], $4::text[]) AS v(id, lease, result)
 				WHERE j.id = v.id AND j.lease = v.lease AND j.status = 'processing' AND j.workflow_id IS NULL
+					AND j.flow_key IS NULL
 				RETURNING j.id, j.lease, j.queue, j.kind, j.started_at),
 			counted AS (
 				INSERT INTO throughput (queue, second, shard, completed, failed)
@@ -424,7 +450,7 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 	if len(rest) > 0 {
 		// The batch has begun to commit: its caller giving up now must not
 		// leave half of it unanswered.
-		if err := s.completeSteps(context.WithoutCancel(ctx), rest, done); err != nil {
+		if err := s.completeRest(context.WithoutCancel(ctx), rest, done); err != nil {
 			return nil, app.WithOperation("complete", mapErr(err))
 		}
 	}
@@ -440,11 +466,13 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 	return errs, nil
 }
 
-// completeSteps completes the workflow steps among items (those the piped
-// statement leaves alone) in one transaction: one statement for the jobs,
-// then what follows a completion and app.StepsEnded, which releases their
-// dependants by app's rules. It records each job it completed in done.
-func (s *Store) completeSteps(ctx context.Context, items []app.Completion, done map[int64]int64) error {
+// completeRest completes the workflow steps and keyed jobs among items
+// (those the piped statement leaves alone) in one transaction: one
+// statement for the jobs, then what follows a completion, app.KeyEnded for
+// each keyed job (the write's app.SettleKeys releases the next held job of
+// its key) and app.StepsEnded, which releases their dependants by app's
+// rules. It records each job it completed in done.
+func (s *Store) completeRest(ctx context.Context, items []app.Completion, done map[int64]int64) error {
 	ids, leases, results := make([]int64, len(items)), make([]int64, len(items)), make([]string, len(items))
 	byID := make(map[int64]json.RawMessage, len(items))
 	for i, it := range items {
@@ -457,16 +485,18 @@ func (s *Store) completeSteps(ctx context.Context, items []app.Completion, done 
 		rows, err := w.query(`UPDATE jobs j SET status = 'done', result = v.result::json, finished_at = $1, updated_at = $1,
 				lease_expires_at = NULL
 			FROM unnest($2::bigint[], $3::bigint[], $4::text[]) AS v(id, lease, result)
-			WHERE j.id = v.id AND j.lease = v.lease AND j.status = 'processing' AND j.workflow_id IS NOT NULL
-			RETURNING j.id, j.lease, j.queue, j.kind, j.started_at, j.workflow_id, j.step`, w.now, ids, leases, results)
+			WHERE j.id = v.id AND j.lease = v.lease AND j.status = 'processing'
+				AND (j.workflow_id IS NOT NULL OR j.flow_key IS NOT NULL)
+			RETURNING j.id, j.lease, j.queue, j.kind, j.started_at, coalesce(j.workflow_id, 0), coalesce(j.step, ''),
+				coalesce(j.flow_key, '')`, w.now, ids, leases, results)
 		type row struct {
 			id, lease, wf int64
 			queue, kind   string
 			started       *time.Time
-			step          string
+			step, key     string
 		}
 		got, err := collect(rows, err, func(r pgx.Row) (x row, err error) {
-			return x, r.Scan(&x.id, &x.lease, &x.queue, &x.kind, &x.started, &x.wf, &x.step)
+			return x, r.Scan(&x.id, &x.lease, &x.queue, &x.kind, &x.started, &x.wf, &x.step, &x.key)
 		})
 		if err != nil {
 			return err
@@ -477,8 +507,11 @@ func (s *Store) completeSteps(ctx context.Context, items []app.Completion, done 
 				return err
 			}
 			app.Completed(w, x.queue, x.kind, x.id, msPtr(x.started))
+			app.KeyEnded(w, x.queue, x.key)
 			completed[x.id] = x.lease
-			ends = append(ends, app.StepEnd{Workflow: x.wf, Step: x.step, JobID: x.id, To: app.StepDone, Result: byID[x.id]})
+			if x.wf != 0 {
+				ends = append(ends, app.StepEnd{Workflow: x.wf, Step: x.step, JobID: x.id, To: app.StepDone, Result: byID[x.id]})
+			}
 		}
 		return app.StepsEnded(w, ends)
 	})
@@ -571,7 +604,7 @@ func (w *wtx) InsertDead(d *app.DeadJob) error {
 var deadColumns = []string{"id", "queue", "kind", "payload", "priority", "tags", "attempts", "max_attempts", "timeout_ms",
 	"errors", "idempotency_key", "original_created_at", "replayed_from", "dead_letter_reason", "last_error",
 	"moved_to_dead_letter_at", "original_lease", "resurrection_count", "last_resurrection_at",
-	"started_at", "run_at", "worker_id", "note", "replayed_job_id", "workflow_id", "step"}
+	"started_at", "run_at", "worker_id", "note", "replayed_job_id", "workflow_id", "step", "flow_key"}
 
 // insertDeadSQL inserts one dead-letter row: deadRow's values.
 var insertDeadSQL = func() string {
@@ -588,7 +621,7 @@ func deadRow(d *app.DeadJob) []any {
 		d.Timeout.D().Milliseconds(), app.EncodeList(d.Errors), nullString(d.IdempotencyKey), ms(d.OriginalCreatedAt),
 		d.ReplayedFrom, d.Reason, clean(d.LastError), ms(d.MovedAt), d.OriginalLease, d.ResurrectionCount, msPtr(d.LastResurrectionAt),
 		msPtr(d.StartedAt), msPtr(d.RunAt), nullString(clean(d.WorkerID)), clean(d.Note), d.ReplayedJobID,
-		nullID(d.WorkflowID), nullString(d.Step)}
+		nullID(d.WorkflowID), nullString(d.Step), nullString(d.Key)}
 }
 
 // DeleteJob implements app.Tx.

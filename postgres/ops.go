@@ -32,15 +32,18 @@ func (s *Store) Queues(ctx context.Context) ([]app.QueueState, error) {
 }
 
 // Stats implements app.Store: the counts come from one snapshot, so they
-// agree with each other.
+// agree with each other. Jobs held for their key count as queued, as on
+// SQLite, whatever their run_at, and not in the oldest claimable job's age
+// (they are not claimable): counted apart, through jobs_held.
 func (s *Store) Stats(ctx context.Context) ([]app.QueueStats, error) {
 	now := s.now()
 	var t *app.Tally
 	err := s.read(ctx, func(tx pgx.Tx) error {
 		t = app.NewTally()
 		rows, err := tx.Query(ctx, `
-			SELECT queue, 'queued', count(*), min(run_at), 0::bigint, 0::bigint FROM jobs WHERE status = 'queued' AND run_at <= $1 GROUP BY queue
-			UNION ALL SELECT queue, 'scheduled', count(*), NULL, 0, 0 FROM jobs WHERE status = 'queued' AND run_at > $1 GROUP BY queue
+			SELECT queue, 'queued', count(*), min(run_at), 0::bigint, 0::bigint FROM jobs WHERE status = 'queued' AND NOT held AND run_at <= $1 GROUP BY queue
+			UNION ALL SELECT queue, 'scheduled', count(*), NULL, 0, 0 FROM jobs WHERE status = 'queued' AND NOT held AND run_at > $1 GROUP BY queue
+			UNION ALL SELECT queue, 'queued', count(*), NULL, 0, 0 FROM jobs WHERE status = 'queued' AND held GROUP BY queue
 			UNION ALL SELECT queue, status, count(*), NULL, 0, 0 FROM jobs WHERE status IN ('processing', 'done', 'cancelled') GROUP BY queue, status
 			UNION ALL SELECT queue, 'dead_letter', count(*), NULL, 0, 0 FROM dead_letter_jobs GROUP BY queue
 			UNION ALL SELECT queue, '', 0, NULL, sum(completed)::bigint, sum(failed)::bigint FROM throughput WHERE second > $2 GROUP BY queue
@@ -70,13 +73,14 @@ func (s *Store) Stats(ctx context.Context) ([]app.QueueStats, error) {
 	return t.Stats(now), nil
 }
 
-// Waiting implements app.Store.
+// Waiting implements app.Store: claimable jobs only (a job held for its
+// key waits for its key, not for a worker), as on SQLite.
 func (s *Store) Waiting(ctx context.Context, dueBefore time.Time) ([]app.KindWait, error) {
 	out, err := readRows(ctx, s, func(row pgx.Row) (w app.KindWait, err error) {
 		err = row.Scan(&w.Queue, &w.Kind, &w.Queued, &w.Oldest)
 		w.Oldest = w.Oldest.UTC()
 		return w, err
-	}, `SELECT queue, kind, count(*), min(run_at) FROM jobs WHERE status = 'queued' AND run_at <= $1
+	}, `SELECT queue, kind, count(*), min(run_at) FROM jobs WHERE status = 'queued' AND NOT held AND run_at <= $1
 		GROUP BY queue, kind HAVING min(run_at) < $2 LIMIT 100`, s.now(), ms(dueBefore))
 	if err != nil {
 		return nil, fmt.Errorf("waiting kinds: %w", err)

@@ -17,7 +17,7 @@ import (
 const jobCols = `id, queue, kind, payload::text, status, priority, run_at, attempts, max_attempts,
 	timeout_ms, expires_at, tags, idempotency_key, lease, lease_expires_at, worker_id,
 	cancel_requested, cancel_reason, errors::text, result::text, replayed_from, created_at, updated_at,
-	started_at, finished_at, workflow_id, step`
+	started_at, finished_at, workflow_id, step, flow_key, held, dedupe`
 
 // qualified prefixes every column of cols with alias.
 func qualified(alias, cols string) string {
@@ -34,16 +34,17 @@ func scanJob(row pgx.Row) (*app.Job, error) {
 		payload, errs, status                            string
 		timeoutMS                                        int64
 		idem, workerID, cancelReason, result, step       *string
+		key, dedupe                                      *string
 		expiresAt, leaseExpiresAt, startedAt, finishedAt *time.Time
 		workflowID                                       *int64
 	)
 	if err := row.Scan(&j.ID, &j.Queue, &j.Kind, &payload, &status, &j.Priority, &j.RunAt, &j.Attempts,
 		&j.MaxAttempts, &timeoutMS, &expiresAt, &j.Tags, &idem, &j.Lease, &leaseExpiresAt, &workerID,
 		&j.CancelRequested, &cancelReason, &errs, &result, &j.ReplayedFrom, &j.CreatedAt, &j.UpdatedAt,
-		&startedAt, &finishedAt, &workflowID, &step); err != nil {
+		&startedAt, &finishedAt, &workflowID, &step, &key, &j.Held, &dedupe); err != nil {
 		return nil, err
 	}
-	j.WorkflowID, j.Step = derefID(workflowID), deref(step)
+	j.WorkflowID, j.Step, j.Key, j.Dedupe = derefID(workflowID), deref(step), deref(key), deref(dedupe)
 	j.Payload, j.Status, j.Timeout = json.RawMessage(payload), app.Status(status), app.Duration(time.Duration(timeoutMS)*time.Millisecond)
 	j.RunAt, j.CreatedAt, j.UpdatedAt = j.RunAt.UTC(), j.CreatedAt.UTC(), j.UpdatedAt.UTC()
 	j.ExpiresAt, j.LeaseExpiresAt = msPtr(expiresAt), msPtr(leaseExpiresAt)
@@ -116,7 +117,7 @@ func rawPtr(p *string) json.RawMessage {
 const deadCols = `id, queue, kind, payload::text, priority, tags, attempts, max_attempts, timeout_ms,
 	errors::text, idempotency_key, original_created_at, replayed_from, dead_letter_reason, last_error,
 	moved_to_dead_letter_at, original_lease, resurrection_count, last_resurrection_at,
-	started_at, run_at, worker_id, note, replayed_job_id, workflow_id, step`
+	started_at, run_at, worker_id, note, replayed_job_id, workflow_id, step, flow_key`
 
 func scanDead(row pgx.Row) (*app.DeadJob, error) {
 	var (
@@ -126,15 +127,15 @@ func scanDead(row pgx.Row) (*app.DeadJob, error) {
 		idem, workerID *string
 		lastResurrects *time.Time
 		workflowID     *int64
-		step           *string
+		step, key      *string
 	)
 	if err := row.Scan(&d.ID, &d.Queue, &d.Kind, &payload, &d.Priority, &d.Tags, &d.Attempts, &d.MaxAttempts,
 		&timeoutMS, &errs, &idem, &d.OriginalCreatedAt, &d.ReplayedFrom, &d.Reason, &d.LastError, &d.MovedAt,
 		&d.OriginalLease, &d.ResurrectionCount, &lastResurrects, &d.StartedAt, &d.RunAt, &workerID, &d.Note, &d.ReplayedJobID,
-		&workflowID, &step); err != nil {
+		&workflowID, &step, &key); err != nil {
 		return nil, err
 	}
-	d.WorkflowID, d.Step = derefID(workflowID), deref(step)
+	d.WorkflowID, d.Step, d.Key = derefID(workflowID), deref(step), deref(key)
 	d.StartedAt, d.RunAt, d.WorkerID = msPtr(d.StartedAt), msPtr(d.RunAt), deref(workerID)
 	d.Payload, d.Timeout = json.RawMessage(payload), app.Duration(time.Duration(timeoutMS)*time.Millisecond)
 	d.IdempotencyKey, d.LastResurrectionAt = deref(idem), msPtr(lastResurrects)

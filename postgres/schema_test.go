@@ -18,7 +18,7 @@ import (
 
 // adminConn is a plain connection to the test database with the store's
 // schema as its search_path, as a person in psql would have.
-func adminConn(t *testing.T, s *Store) *pgx.Conn {
+func adminConn(t testing.TB, s *Store) *pgx.Conn {
 	t.Helper()
 	cfg, err := pgx.ParseConfig(testDSN(t))
 	if err != nil {
@@ -196,7 +196,7 @@ func TestConcurrentOpensMigrateOnce(t *testing.T) {
 // kind's range of jobs_claim_kind with kinds), and the rows it updates are
 // found by their primary key: its cost grows neither with the depth of the
 // queue nor with a backlog of other kinds, nor with the jobs kept after
-// they finished.
+// they finished, nor with jobs held for their keys (out of the index).
 func TestClaimUsesTheClaimIndex(t *testing.T) {
 	s := mustOpen(t, Options{})
 	db := adminConn(t, s)
@@ -207,6 +207,9 @@ func TestClaimUsesTheClaimIndex(t *testing.T) {
 	}
 	for _, q := range []string{ // finished jobs, kept until retention removes them
 		`INSERT INTO jobs (queue, kind) SELECT 'q3', 'k3' FROM generate_series(1, 20000)`,
+		// jobs held for their key, first in claim order: out of the claim indexes
+		`INSERT INTO jobs (queue, kind, flow_key, held, priority, run_at)
+			SELECT 'q3', 'k3', 'key' || (i % 100), true, -1, now() - interval '1 day' FROM generate_series(1, 20000) i`,
 		`UPDATE jobs SET status = 'processing' WHERE kind = 'k3' AND priority = 0 AND run_at > now() - interval '1 second'`,
 		`UPDATE jobs SET status = 'done', finished_at = now() WHERE status = 'processing'`,
 	} {
@@ -246,7 +249,7 @@ func TestClaimUsesTheClaimIndex(t *testing.T) {
 		{"two kinds", "$5::text[]", 2, []any{time.Now(), "w", "q3", 5, []string{"k3", "k13"}}, "jobs_claim_kind", true},
 		{"an absent kind", "$5", 1, []any{time.Now(), "w", "q3", 5, "nope"}, "jobs_claim_kind", false},
 	} {
-		text := plan(claimSQL("$1::timestamptz", lease, "$2", "$3", "", c.kind, c.kinds, "$4"), c.args...)
+		text := plan(claimSQL("$1::timestamptz", "$1::timestamptz", lease, "$2", "$3", "", c.kind, c.kinds, "$4"), c.args...)
 		if !strings.Contains(text, "using "+c.index+" on jobs ") || !strings.Contains(text, "using jobs_pkey on jobs j") ||
 			strings.Contains(text, "Seq Scan on jobs") || strings.Contains(text, "Bitmap") || strings.Contains(text, "Sort") != c.sort {
 			t.Errorf("claim plan, %s:\n%s", c.name, text)

@@ -106,8 +106,12 @@ func (s *Store) writeOnce(ctx context.Context, fn func(*wtx) error) error {
 		return mapConnErr(err, c.Conn())
 	}
 	w := &wtx{s: s, ctx: ctx, tx: tx, now: s.now()}
-	w.Effects.Reset(w.now)
+	w.reset()
 	err = w.call(fn)
+	if err == nil {
+		// Held jobs the write made room for are released before it commits.
+		err = w.call(func(w *wtx) error { return app.SettleKeys(w) })
+	}
 	if err == nil {
 		err = w.flush()
 	}
@@ -121,6 +125,20 @@ func (s *Store) writeOnce(ctx context.Context, fn func(*wtx) error) error {
 	}
 	w.committed(start)
 	return nil
+}
+
+// reset empties what w collects, for a transaction that begins.
+func (w *wtx) reset() {
+	w.Effects.Reset(w.now)
+	w.Effects.Keys = w.s.opts.KeyLimits
+}
+
+// keyLimits is how queue limits its keys (StoreOptions.KeyLimits).
+func (s *Store) keyLimits(queue string) app.KeyLimits {
+	if s.opts.KeyLimits == nil {
+		return app.KeyLimits{}
+	}
+	return s.opts.KeyLimits(queue)
 }
 
 // committed makes a committed transaction take effect in this process and
@@ -144,7 +162,8 @@ func (w *wtx) committed(start time.Time) {
 
 // writePiped is write for a transaction whose statements are all known
 // before any runs (fn queues them into p) and whose results leave nothing
-// to flush (its callbacks must not record events or count): BEGIN, the
+// to flush (its callbacks must not record events or count, nor change a
+// key's room: app.SettleKeys does not run): BEGIN, the
 // statements and COMMIT reach the server in one round trip instead of
 // three. Gathered submissions, claims without limits and batch completions
 // write this way. A statement the server refuses undoes the whole write; a
@@ -162,7 +181,7 @@ func (s *Store) writePipedOnce(ctx context.Context, fn func(*wtx, *pipe)) error 
 	}
 	defer c.Release()
 	w := &wtx{s: s, ctx: ctx, conn: c.Conn(), now: s.now()}
-	w.Effects.Reset(w.now)
+	w.reset()
 	p := &pipe{}
 	fn(w, p)
 	// With a fault hook (tests), COMMIT waits until the results are read,
@@ -422,7 +441,7 @@ func (w *wtx) ExpireDue(limit int) ([]app.Ref, error) {
 			ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)
 		UPDATE jobs j SET status = 'cancelled', cancel_reason = 'expired', finished_at = $1, updated_at = $1
 		FROM due WHERE j.id = due.id
-		RETURNING j.id, j.queue, j.kind, j.workflow_id, j.step`, w.now, limit))
+		RETURNING j.id, j.queue, j.kind, j.workflow_id, j.step, j.flow_key`, w.now, limit))
 }
 
 // DeleteDead implements app.Tx. RETURNING gives no order: the rows are
@@ -431,18 +450,18 @@ func (w *wtx) DeleteDead(f app.DeadFilter) ([]app.Ref, error) {
 	f.Asc = true
 	wh := deadWhere(f)
 	refs, err := scanRefs(w.query(`DELETE FROM dead_letter_jobs WHERE id = ANY(ARRAY(SELECT id FROM dead_letter_jobs`+wh.String()+
-		sqlq.Page(true, f.Limit, app.BulkBatch, "id")+`)) RETURNING id, queue, kind, workflow_id, step`, wh.args...))
+		sqlq.Page(true, f.Limit, app.BulkBatch, "id")+`)) RETURNING id, queue, kind, workflow_id, step, flow_key`, wh.args...))
 	sortBy(refs, func(r app.Ref) int64 { return r.ID })
 	return refs, err
 }
 
-// scanRefs reads (id, queue, kind, workflow_id, step) rows.
+// scanRefs reads (id, queue, kind, workflow_id, step, flow_key) rows.
 func scanRefs(rows pgx.Rows, err error) ([]app.Ref, error) {
 	return collect(rows, err, func(row pgx.Row) (r app.Ref, err error) {
 		var wf *int64
-		var step *string
-		err = row.Scan(&r.ID, &r.Queue, &r.Kind, &wf, &step)
-		r.WorkflowID, r.Step = derefID(wf), deref(step)
+		var step, key *string
+		err = row.Scan(&r.ID, &r.Queue, &r.Kind, &wf, &step, &key)
+		r.WorkflowID, r.Step, r.Key = derefID(wf), deref(step), deref(key)
 		return r, err
 	})
 }
@@ -494,7 +513,11 @@ func (w *wtx) Queued(queue string, limit int) (n int, err error) {
 	if err := w.lock("admit", queue); err != nil {
 		return 0, err
 	}
-	err = w.queryRow(`SELECT count(*) FROM (SELECT 1 FROM jobs WHERE queue = $1 AND status = 'queued' LIMIT $2) q`, queue, limit).Scan(&n)
+	// Held jobs are queued too; each half walks its own index.
+	err = w.queryRow(`SELECT count(*) FROM (
+			SELECT 1 FROM jobs WHERE queue = $1 AND status = 'queued' AND NOT held
+			UNION ALL SELECT 1 FROM jobs WHERE queue = $1 AND status = 'queued' AND held
+			LIMIT $2) q`, queue, limit).Scan(&n)
 	return n, err
 }
 
