@@ -67,7 +67,7 @@ func TestConfigKeyLimitErrors(t *testing.T) {
 		{"negative concurrency", "[queues.q]\nkey_concurrency = -1\n", "queues.q.key_concurrency", "must be positive", 2},
 		{"rate without number", "[queues.q]\n\nkey_rate = \"fast\"\n", "queues.q.key_rate", `give jobs per period, like "10/1m"`, 3},
 		{"rate with a bad period", "[queues.q]\nkey_rate = \"10/fortnight\"\n", "queues.q.key_rate", "the period must be a duration", 2},
-		{"rate as a fraction", "[queues.q]\nkey_rate = 0.5\n", "queues.q.key_rate", `give jobs per period, like "10/1m"`, 2},
+		{"rate as a fraction", "[queues.q]\nkey_rate = 0.5\n", "queues.q.key_rate", `give whole jobs per period: "1/2s"`, 2},
 		{"negative rate", "[defaults]\nkey_rate = \"-3/1s\"\n", "defaults.key_rate", "give jobs per period", 2},
 		{"unknown fairness", "[queues.q]\nfairness = \"fifo\"\n", "queues.q.fairness", `"fifo" is not "round_robin" (hand out keys in turn) or ""`, 2},
 		{"fairness in defaults", "[defaults]\nfairness = \"RoundRobin\"\n", "defaults.fairness", `is not "round_robin"`, 2},
