@@ -1,9 +1,11 @@
-// Command workflowhttp measures a workflow from outside: the queue binary
-// serving over HTTP, a plain client, 10,000 jobs submitted as ten batches of
-// 1,000 plain jobs against one 10,000-step fan-out/fan-in workflow, eight
-// HTTP workers (-workers) claiming up to 100 with a 1 s long poll and acknowledging in
+// Command workflowhttp measures workflows and flow control by key from
+// outside: the queue binary serving over HTTP, a plain client, 10,000 jobs
+// submitted as ten batches of 1,000 plain jobs against one 10,000-step
+// fan-out/fan-in workflow and against 10,000 keyed jobs (1,000 keys of 10
+// jobs each) on a queue with key_concurrency = 1, eight HTTP workers
+// (-workers) claiming up to 100 with a 1 s long poll and acknowledging in
 // batches; the time from the first submission to the last job done, in
-// rounds, with the ratio. `make bench` runs it on SQLite (and on PostgreSQL
+// rounds, with the ratios. `make bench` runs it on SQLite (and on PostgreSQL
 // when QUEUE_TEST_POSTGRES_DSN is set); docs/benchmarks.md has the figures.
 package main
 
@@ -70,7 +72,11 @@ func run(bin, db string, n, rounds, workers int) error {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	cmd := exec.Command(bin, "serve", "--addr", addr, "--db", db)
+	cfg := filepath.Join(dir, "queue.toml") // keyed queues are named keyed*
+	if err := os.WriteFile(cfg, []byte("[defaults]\nkey_concurrency = 1\n"), 0o600); err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, "serve", "--addr", addr, "--db", db, "--config", cfg)
 	cmd.Env = append(os.Environ(), "QUEUE_TOKEN=", "QUEUE_CONFIG=") // an open server, whatever this shell holds
 	if err := cmd.Start(); err != nil {
 		return err
@@ -121,7 +127,24 @@ func run(bin, db string, n, rounds, workers int) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("round %d: plain %v, fan-out/fan-in %v, ratio %.2f\n", round, plain.Round(time.Millisecond), wf.Round(time.Millisecond), float64(wf)/float64(plain))
+		q = fmt.Sprintf("keyed%d-%d", round, time.Now().UnixNano())
+		keyed, err := c.drain(q, n, func() error {
+			for b := 0; b < n; b += 1000 {
+				jobs := []map[string]any{}
+				for i := range min(1000, n-b) {
+					jobs = append(jobs, map[string]any{"queue": q, "kind": "k", "key": fmt.Sprint("acct-", (b+i)%1000), "payload": map[string]int{"n": 1}})
+				}
+				if st := c.post("/api/jobs/batch", map[string]any{"jobs": jobs}, nil); st != 201 {
+					return fmt.Errorf("batch: %d", st)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Printf("round %d: plain %v, fan-out/fan-in %v (ratio %.2f), keyed %v (ratio %.2f)\n", round, plain.Round(time.Millisecond),
+			wf.Round(time.Millisecond), float64(wf)/float64(plain), keyed.Round(time.Millisecond), float64(keyed)/float64(plain))
 	}
 	return nil
 }
