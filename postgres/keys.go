@@ -266,16 +266,20 @@ const (
 		WHERE c.busy + c.ready > 0`
 	// releaseSQL releases the first held job of each of keys $2 of queue
 	// $1, at $3; with $4 (a turn), one due before $3 goes a millisecond
-	// behind it.
+	// behind it. Each is locked as it is found (a job changed meanwhile is
+	// read again and dropped if no longer held), so the UPDATE finds them
+	// by id alone: a condition on held there would match the predicate of
+	// jobs_held, which the planner may then read whole beside the ids.
 	releaseSQL = `WITH first AS (
 			SELECT f.id FROM unnest($2::text[]) AS k(key)
 			CROSS JOIN LATERAL (SELECT id FROM jobs
 				WHERE queue = $1 AND flow_key = k.key AND status = 'queued' AND held
 				ORDER BY priority, run_at, id
-				LIMIT 1) f)
+				LIMIT 1
+				FOR UPDATE) f)
 		UPDATE jobs j SET held = false, updated_at = $3,
 			run_at = CASE WHEN $4::bool AND j.run_at < $3::timestamptz THEN $3::timestamptz + interval '1 millisecond' ELSE j.run_at END
-		WHERE j.id = ANY(ARRAY(SELECT id FROM first)) AND j.status = 'queued' AND j.held
+		WHERE j.id = ANY(ARRAY(SELECT id FROM first))
 		RETURNING j.flow_key`
 	// hasHeldSQL names the keys of $2 that hold a job of queue $1 back.
 	hasHeldSQL = `SELECT k.key FROM unnest($2::text[]) AS k(key)
