@@ -93,7 +93,7 @@ func TestSubmitDuplicate(t *testing.T) {
 		}
 		jobs = append(jobs, res)
 	}
-	if last := jobs[2].Job; last.ID != jobs[0].Job.ID || string(last.Payload) != `{"n":3}` || last.RunAt.Sub(time.Now()) < 25*time.Second {
+	if last := jobs[2].Job; last.ID != jobs[0].Job.ID || string(last.Payload) != `{"n":3}` || time.Until(last.RunAt) < 25*time.Second {
 		t.Errorf("debounced job %d: payload %s, run_at %s; want job %d with the last payload, 30s on", last.ID, last.Payload, last.RunAt, jobs[0].Job.ID)
 	}
 	t1, err := cl.Submit(ctx, app.SubmitInput{Queue: "hooks", Kind: "notify", Key: "acct-1", Throttle: dur(time.Minute), Payload: json.RawMessage(`1`)})
