@@ -50,9 +50,12 @@ func (t *Tally) Add(queue, status string, n int64) {
 	}
 }
 
-// Job counts j as of now: its status, scheduled if queued and not yet due.
+// Job counts j as of now: its status, scheduled if queued, released and
+// not yet due. A held job counts as queued and is not a due job (it waits
+// for its key, not for a worker), as the SQL stores count it.
 func (t *Tally) Job(j *Job, now time.Time) {
 	switch {
+	case j.Held:
 	case j.Status == StatusQueued && j.RunAt.After(now):
 		t.Add(j.Queue, "scheduled", 1)
 		return
@@ -166,8 +169,8 @@ func (s *Service) findUnclaimed(ctx context.Context, now time.Time) ([]Unclaimed
 func GroupWaiting(jobs iter.Seq[*Job], now, dueBefore time.Time) []KindWait {
 	by := map[[2]string]*KindWait{}
 	for j := range jobs {
-		if j.Status != StatusQueued || j.RunAt.After(now) {
-			continue
+		if j.Status != StatusQueued || j.Held || j.RunAt.After(now) {
+			continue // a held job waits for its key, not for a worker
 		}
 		w := by[[2]string{j.Queue, j.Kind}]
 		if w == nil {
