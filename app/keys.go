@@ -113,9 +113,11 @@ func ParseKeyRate(s string) (KeyRate, error) {
 	return r, nil
 }
 
-// KeyLoad is how many jobs of one key hold a place: processing, and
-// queued but released (claimable, or waiting for a retry or a run_at).
-type KeyLoad struct{ Busy, Ready int }
+// KeyLoad is how many jobs of one key hold a place: processing (Busy),
+// and queued but released (Ready: claimable, or waiting for a retry or a
+// run_at); Due counts the Ready ones due by now plus a millisecond (a
+// round-robin turn, see Tx.Release).
+type KeyLoad struct{ Busy, Ready, Due int }
 
 // KeyBucket is the rate bucket of one key: Tokens as of At, and Wake, when
 // a held job of the key can next be released (zero: none waits for it).
@@ -255,8 +257,8 @@ func releaseKeys(tx Tx, queue string, keys []string, lim KeyLimits) (map[string]
 			if lim.Concurrency > 0 {
 				r = lim.Concurrency - load[k].Busy - load[k].Ready
 			}
-			if lim.RoundRobin {
-				r = min(r, 1-load[k].Ready)
+			if lim.RoundRobin { // a turn: one job ready now (one waiting for its retry does not hold the key's turn)
+				r = min(r, 1-load[k].Due)
 			}
 			if r > 0 {
 				room[k] = r
@@ -264,13 +266,26 @@ func releaseKeys(tx Tx, queue string, keys []string, lim KeyLimits) (map[string]
 		}
 	}
 	var buckets map[string]KeyBucket
-	if lim.Rate.N > 0 && len(room) > 0 {
+	if lim.Rate.N > 0 {
 		var err error
-		if buckets, err = tx.KeyBuckets(queue, sortedKeys(room)); err != nil {
+		if buckets, err = tx.KeyBuckets(queue, keys); err != nil {
 			return nil, err
 		}
-		for k, r := range room {
-			b := buckets[k]
+		for _, k := range keys {
+			b, had := buckets[k]
+			r, ok := room[k]
+			if !ok {
+				// No room for other reasons: the key's next end looks again,
+				// so it does not wait for its bucket (a due wake would have
+				// every claim look at it, in vain).
+				if had && !b.Wake.IsZero() {
+					b.Wake = time.Time{}
+					buckets[k] = b
+				} else {
+					delete(buckets, k)
+				}
+				continue
+			}
 			b.Tokens = refill(b, tx.Now(), lim.Rate)
 			b.At = tx.Now()
 			got := min(r, int(math.Floor(b.Tokens)))
@@ -314,6 +329,9 @@ func releaseKeys(tx Tx, queue string, keys []string, lim KeyLimits) (map[string]
 			return nil, err
 		}
 		for k, b := range buckets {
+			if _, ok := room[k]; !ok {
+				continue // only its wake was cleared
+			}
 			b.Tokens += float64(room[k] - released[k])
 			b.Wake = time.Time{}
 			if held[k] && b.Tokens < 1 {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 )
@@ -244,6 +245,9 @@ func (in ListInput) filter() (JobFilter, error) {
 		Workflow: in.Workflow, Key: in.Key, Asc: in.Asc, Limit: in.Limit}
 	if len(f.Key) > MaxKeyLength {
 		return f, Invalid("key", "key is %d bytes; at most %d", len(f.Key), MaxKeyLength)
+	}
+	if strings.ContainsRune(f.Key, 0) || !utf8.ValidString(f.Key) {
+		return f, Invalid("key", "key holds a NUL byte or is not UTF-8")
 	}
 	if f.Key != "" && f.Status == string(StatusDeadLetter) {
 		return f, Invalid("key", "the dead-letter rows are not filtered by key; leave out key or status dead_letter")

@@ -166,8 +166,9 @@ type Tx interface {
 	// key order.
 	HeldQueues() ([]string, error)
 	HeldKeys(queue, after string, limit int) ([]string, error)
-	// Dedupe reads up to limit jobs of queue whose dedupe signature is sig
-	// and that were created at or after since, newest first. PostgreSQL
+	// Dedupe reads, of the newest limit jobs of queue whose dedupe
+	// signature is sig, those created at or after since, newest first (ids
+	// grow with time: older ones are not looked at). PostgreSQL
 	// first takes a lock on (queue, sig) until the commit, so concurrent
 	// submissions of one signature meet one after another.
 	Dedupe(queue, sig string, since time.Time, limit int) ([]*Job, error)

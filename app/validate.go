@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 var (
@@ -161,8 +162,8 @@ func (in *SubmitInput) flow(nj *NewJob, now time.Time) error {
 	if len(in.Key) > MaxKeyLength {
 		return Invalid("key", "key is %d bytes; at most 255", len(in.Key))
 	}
-	if strings.ContainsRune(in.Key, 0) {
-		return Invalid("key", "key holds a NUL byte")
+	if strings.ContainsRune(in.Key, 0) || !utf8.ValidString(in.Key) {
+		return Invalid("key", "key holds a NUL byte or is not UTF-8")
 	}
 	nj.Key = in.Key
 	rules := 0

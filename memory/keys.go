@@ -35,6 +35,9 @@ func (t *tx) KeyLoads(queue string, keys []string) (map[string]app.KeyLoad, erro
 			l.Busy++
 		case app.StatusQueued:
 			l.Ready++
+			if !j.RunAt.After(t.now.Add(time.Millisecond)) {
+				l.Due++
+			}
 		default:
 			continue
 		}
@@ -168,14 +171,19 @@ func (t *tx) HeldKeys(queue, after string, limit int) ([]string, error) {
 
 // Dedupe implements app.Tx.
 func (t *tx) Dedupe(queue, sig string, since time.Time, limit int) ([]*app.Job, error) {
-	var out []*app.Job
+	var all []*app.Job
 	for _, j := range t.s.jobs {
-		if j.Queue == queue && j.Dedupe == sig && !j.CreatedAt.Before(since) {
+		if j.Queue == queue && j.Dedupe == sig {
+			all = append(all, j)
+		}
+	}
+	slices.SortFunc(all, func(a, b *app.Job) int { return int(b.ID - a.ID) })
+	var out []*app.Job
+	for _, j := range all[:min(len(all), limit)] {
+		if !j.CreatedAt.Before(since) {
 			out = append(out, j)
 		}
 	}
-	slices.SortFunc(out, func(a, b *app.Job) int { return int(b.ID - a.ID) })
-	out = out[:min(len(out), limit)]
 	return copyJobs(out), nil
 }
 

@@ -359,7 +359,7 @@ func (t *tx) Requeue(j *app.Job, runAt time.Time, giveBack bool) (*app.Job, erro
 // Cancel implements app.Tx.
 func (t *tx) Cancel(j *app.Job, reason string) (*app.Job, error) {
 	return t.change(j, func(nj *app.Job) {
-		nj.Status, nj.CancelReason, nj.FinishedAt, nj.LeaseExpiresAt = app.StatusCancelled, reason, ptr(t.now), nil
+		nj.Status, nj.CancelReason, nj.FinishedAt, nj.LeaseExpiresAt, nj.Held = app.StatusCancelled, reason, ptr(t.now), nil, false
 	})
 }
 

@@ -580,7 +580,7 @@ func (w *wtx) Requeue(j *app.Job, runAt time.Time, giveBack bool) (*app.Job, err
 
 // Cancel implements app.Tx.
 func (w *wtx) Cancel(j *app.Job, reason string) (*app.Job, error) {
-	return scanJob(w.queryRow(`UPDATE jobs SET status = 'cancelled', cancel_reason = $1, errors = $2,
+	return scanJob(w.queryRow(`UPDATE jobs SET status = 'cancelled', held = false, cancel_reason = $1, errors = $2,
 			finished_at = $3, updated_at = $3, lease_expires_at = NULL WHERE id = $4 RETURNING `+jobCols,
 		clean(reason), app.EncodeList(j.Errors), w.now, j.ID))
 }

@@ -46,13 +46,13 @@ func (w *wtx) KeyLoads(queue string, keys []string) (map[string]app.KeyLoad, err
 		for rows.Next() {
 			var k string
 			var l app.KeyLoad
-			if err := rows.Scan(&k, &l.Busy, &l.Ready); err != nil {
+			if err := rows.Scan(&k, &l.Busy, &l.Ready, &l.Due); err != nil {
 				return err
 			}
 			out[k] = l
 		}
 		return rows.Err()
-	}, keyLoadsSQL, queue, keys)
+	}, keyLoadsSQL, queue, keys, w.now.Add(time.Millisecond))
 	if err := w.run(p); err != nil {
 		return nil, err
 	}
@@ -259,8 +259,9 @@ const (
 	// = ANY($2): once the statement's plan is cached, the array is a
 	// parameter, and PostgreSQL may test each row of the queue's range
 	// against every key, 100 ms for 1,000 keys over 10,000 rows.)
-	keyLoadsSQL = `SELECT k.key, c.busy, c.ready FROM unnest($2::text[]) AS k(key)
-		CROSS JOIN LATERAL (SELECT count(*) FILTER (WHERE status = 'processing') AS busy, count(*) FILTER (WHERE status = 'queued') AS ready
+	keyLoadsSQL = `SELECT k.key, c.busy, c.ready, c.due FROM unnest($2::text[]) AS k(key)
+		CROSS JOIN LATERAL (SELECT count(*) FILTER (WHERE status = 'processing') AS busy, count(*) FILTER (WHERE status = 'queued') AS ready,
+				count(*) FILTER (WHERE status = 'queued' AND run_at <= $3) AS due
 			FROM jobs
 			WHERE queue = $1 AND flow_key = k.key AND flow_key IS NOT NULL AND status IN ('queued', 'processing') AND NOT held) c
 		WHERE c.busy + c.ready > 0`
@@ -270,13 +271,17 @@ const (
 	// read again and dropped if no longer held), so the UPDATE finds them
 	// by id alone: a condition on held there would match the predicate of
 	// jobs_held, which the planner may then read whole beside the ids.
+	// A held job another transaction has locked is skipped: that one
+	// (a cancel, a drain, a TTL, a move) locked the row before the key's
+	// lock, the order opposite to this one's, and waiting would deadlock;
+	// it ends the job, so the key's next is the right one to release.
 	releaseSQL = `WITH first AS (
 			SELECT f.id FROM unnest($2::text[]) AS k(key)
 			CROSS JOIN LATERAL (SELECT id FROM jobs
 				WHERE queue = $1 AND flow_key = k.key AND status = 'queued' AND held
 				ORDER BY priority, run_at, id
 				LIMIT 1
-				FOR UPDATE) f)
+				FOR UPDATE SKIP LOCKED) f)
 		UPDATE jobs j SET held = false, updated_at = $3,
 			run_at = CASE WHEN $4::bool AND j.run_at < $3::timestamptz THEN $3::timestamptz + interval '1 millisecond' ELSE j.run_at END
 		WHERE j.id = ANY(ARRAY(SELECT id FROM first))
@@ -318,6 +323,7 @@ const (
 			GROUP BY flow_key`
 	// dedupeSQL reads and locks up to $4 jobs of queue $1 stored under
 	// signature $2 since $3, newest first, over jobs_dedupe.
-	dedupeSQL = `SELECT ` + jobCols + ` FROM jobs WHERE queue = $1 AND dedupe = $2 AND dedupe IS NOT NULL AND created_at >= $3
-		ORDER BY id DESC LIMIT $4 FOR UPDATE`
+	dedupeSQL = `SELECT ` + jobCols + ` FROM jobs WHERE id = ANY(ARRAY(
+			SELECT id FROM jobs WHERE queue = $1 AND dedupe = $2 AND dedupe IS NOT NULL ORDER BY id DESC LIMIT $4))
+		AND created_at >= $3 ORDER BY id DESC FOR UPDATE`
 )

@@ -287,7 +287,7 @@ func TestKeyQueriesUseTheirIndexes(t *testing.T) {
 		args  []any
 		index []string
 	}{
-		{"key loads", keyLoadsSQL, []any{"q1", keys}, []string{"jobs_key_load"}},
+		{"key loads", keyLoadsSQL, []any{"q1", keys, time.Now()}, []string{"jobs_key_load"}},
 		{"release", releaseSQL, []any{"q1", keys, time.Now(), true}, []string{"jobs_held", "jobs_pkey"}},
 		{"has held", hasHeldSQL, []any{"q1", keys}, []string{"jobs_held"}},
 		{"held queues", heldQueuesSQL, nil, []string{"jobs_held"}},

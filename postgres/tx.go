@@ -439,7 +439,7 @@ func (w *wtx) ExpireDue(limit int) ([]app.Ref, error) {
 	return scanRefs(w.query(`WITH due AS (
 			SELECT id FROM jobs WHERE status = 'queued' AND expires_at IS NOT NULL AND expires_at <= $1
 			ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-		UPDATE jobs j SET status = 'cancelled', cancel_reason = 'expired', finished_at = $1, updated_at = $1
+		UPDATE jobs j SET status = 'cancelled', held = false, cancel_reason = 'expired', finished_at = $1, updated_at = $1
 		FROM due WHERE j.id = due.id
 		RETURNING j.id, j.queue, j.kind, j.workflow_id, j.step, j.flow_key`, w.now, limit))
 }

@@ -48,6 +48,6 @@ func (s *Store) QueuedWrites() int { return len(s.reqs) }
 
 // KeyLoadsSQLForTest and ReleaseSQLForTest are the key statements, for plan tests.
 var (
-	KeyLoadsSQLForTest = strings.NewReplacer("?1", "'q'", "?2", `'["a","b"]'`).Replace(keyLoadsSQL)
+	KeyLoadsSQLForTest = strings.NewReplacer("?1", "'q'", "?2", `'["a","b"]'`, "?3", "1").Replace(keyLoadsSQL)
 	ReleaseSQLForTest  = strings.NewReplacer("?1", "1", "?2", "1", "?3", "'q'", "?4", `'["a","b"]'`).Replace(releaseSQL)
 )

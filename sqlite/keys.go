@@ -24,7 +24,7 @@ func keyList(keys []string) string {
 // KeyLoads implements app.Tx: a seek per key (an IN over the keys made
 // SQLite walk the queue's whole range of the index).
 func (w *wtx) KeyLoads(queue string, keys []string) (map[string]app.KeyLoad, error) {
-	rows, err := w.query(keyLoadsSQL, queue, keyList(keys))
+	rows, err := w.query(keyLoadsSQL, queue, keyList(keys), ms(w.now)+1)
 	if err != nil {
 		return nil, err
 	}
@@ -33,7 +33,7 @@ func (w *wtx) KeyLoads(queue string, keys []string) (map[string]app.KeyLoad, err
 	for rows.Next() {
 		var k string
 		var l app.KeyLoad
-		if err := rows.Scan(&k, &l.Busy, &l.Ready); err != nil {
+		if err := rows.Scan(&k, &l.Busy, &l.Ready, &l.Due); err != nil {
 			return nil, err
 		}
 		if l != (app.KeyLoad{}) {
@@ -49,8 +49,10 @@ func (w *wtx) Release(queue string, keys []string, turn bool) ([]string, error) 
 	return collect(rows, err, func(sc scanner) (k string, err error) { return k, sc.Scan(&k) })
 }
 
-// keyLoadsSQL counts the places of each key of ?2 (a JSON array) in queue ?1.
-const keyLoadsSQL = `SELECT k.value, count(j.id) FILTER (WHERE j.status = 'processing'), count(j.id) FILTER (WHERE j.status = 'queued')
+// keyLoadsSQL counts the places of each key of ?2 (a JSON array) in queue
+// ?1, and of them the released jobs due by ?3.
+const keyLoadsSQL = `SELECT k.value, count(j.id) FILTER (WHERE j.status = 'processing'), count(j.id) FILTER (WHERE j.status = 'queued'),
+			count(j.id) FILTER (WHERE j.status = 'queued' AND j.run_at <= ?3)
 		FROM json_each(?2) k LEFT JOIN jobs j INDEXED BY jobs_key_live
 			ON j.queue = ?1 AND j.flow_key = k.value AND j.flow_key IS NOT NULL AND j.held = 0 AND j.status IN ('queued', 'processing')
 		GROUP BY k.value`
@@ -154,8 +156,9 @@ func (w *wtx) HeldKeys(queue, after string, limit int) ([]string, error) {
 // Dedupe implements app.Tx (the writer runs one write at a time, so the
 // lookup and the insert that follows it cannot interleave with another).
 func (w *wtx) Dedupe(queue, sig string, since time.Time, limit int) ([]*app.Job, error) {
-	rows, err := w.query(`SELECT `+jobCols+` FROM jobs INDEXED BY jobs_dedupe
-		WHERE queue = ? AND dedupe = ? AND created_at >= ? ORDER BY id DESC LIMIT ?`, queue, sig, sinceMS(since), limit)
+	rows, err := w.query(`SELECT `+jobCols+` FROM jobs WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_dedupe
+			WHERE queue = ? AND dedupe = ? AND dedupe IS NOT NULL ORDER BY id DESC LIMIT ?)
+		AND created_at >= ? ORDER BY id DESC`, queue, sig, limit, sinceMS(since))
 	return collect(rows, err, scanJob)
 }
 

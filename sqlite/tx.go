@@ -93,7 +93,7 @@ func (w *wtx) Requeue(j *app.Job, runAt time.Time, giveBack bool) (*app.Job, err
 // Cancel implements app.Tx.
 func (w *wtx) Cancel(j *app.Job, reason string) (*app.Job, error) {
 	return scanJob(w.queryRow(`UPDATE jobs SET status = 'cancelled', cancel_reason = ?, errors = ?,
-			finished_at = ?, updated_at = ?, lease_expires_at = NULL WHERE id = ? RETURNING `+jobCols,
+			finished_at = ?, updated_at = ?, lease_expires_at = NULL, held = 0 WHERE id = ? RETURNING `+jobCols,
 		reason, app.EncodeList(j.Errors), ms(w.now), ms(w.now), j.ID))
 }
 
@@ -139,7 +139,7 @@ func (w *wtx) Audit(e app.AuditEntry) error {
 
 // ExpireDue implements app.Tx.
 func (w *wtx) ExpireDue(limit int) ([]app.Ref, error) {
-	rows, err := w.query(`UPDATE jobs SET status = 'cancelled', cancel_reason = 'expired', finished_at = ?, updated_at = ?
+	rows, err := w.query(`UPDATE jobs SET status = 'cancelled', cancel_reason = 'expired', finished_at = ?, updated_at = ?, held = 0
 		WHERE id IN (SELECT id FROM jobs WHERE status = 'queued' AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at LIMIT ?)
 		RETURNING `+refCols, ms(w.now), ms(w.now), ms(w.now), limit)
 	return collect(rows, err, scanRef)

@@ -105,6 +105,13 @@ func testKeyConcurrencyN(e *env) {
 	if n, _ := e.s.CountJobs(e.ctx, app.JobFilter{Key: "A", Status: "queued"}); n != 2 {
 		e.t.Fatalf("jobs of key A queued: %d, want 2", n)
 	}
+	// A held job cancelled no longer waits for its key.
+	if _, err := app.Drain(e.ctx, e.s, app.JobFilter{IDs: []int64{a[4].ID}}, nil); err != nil {
+		e.t.Fatal(err)
+	}
+	if j := e.get(a[4].ID); j.Status != app.StatusCancelled || j.Held {
+		e.t.Fatalf("a held job drained: status %s, waiting for its key %v", j.Status, j.Held)
+	}
 }
 
 // SPEC: every way a job of a key ends frees its place for the key's next
@@ -253,6 +260,18 @@ func testKeyRoundRobin(e *env) {
 			e.t.Fatalf("claim of 20: job %d is %d, want %d", i, j.ID, a[3+i].ID)
 		}
 	}
+	// A job of a key waiting for its retry does not hold the key's turn.
+	for _, j := range e.claim("q", 100) {
+		e.complete(j, `1`)
+	}
+	r := e.submitN(3, "q", "k", keyed("R"))
+	j := e.claimOne("q")
+	if j.ID != r[0].ID {
+		e.t.Fatalf("claimed %d, want %d", j.ID, r[0].ID)
+	}
+	e.fail(j, true) // back in an hour
+	_, ids = e.claimIDs("q", 10)
+	wantIDs(e, "while R's first waits for its retry", ids, r[1].ID, r[2].ID)
 	// Priority first: a more urgent job of a new key goes before A's turn.
 	urgent := e.submitOne("q", "k", keyed("D"), func(nj *app.NewJob) { nj.Priority = -5 })
 	_, ids = e.claimIDs("q", 1)
@@ -274,6 +293,25 @@ func testKeyRate(e *env) {
 	e.clock.Advance(5 * time.Second) // a full bucket, no more
 	_, ids = e.claimIDs("q", 10)
 	wantIDs(e, "after a long pause", ids, a[3].ID, a[4].ID)
+
+	// With key_concurrency too, a key that has tokens again but no room
+	// is not looked at by every claim: its next end looks at it.
+	e.setLimits("q", app.KeyLimits{Concurrency: 1, Rate: app.KeyRate{N: 1, Per: time.Second}})
+	c := e.submitN(3, "q", "k", keyed("C"))
+	_, ids = e.claimIDs("q", 10)
+	wantIDs(e, "C's first", ids, c[0].ID)
+	e.clock.Advance(2 * time.Second)
+	e.claim("q", 10) // C has tokens, but its first runs
+	err := e.s.Write(e.ctx, func(tx app.Tx) error {
+		keys, err := tx.WaitingKeys("q", 100)
+		if err == nil && len(keys) > 0 {
+			e.t.Errorf("keys waiting for their bucket after the claim: %v (C has no room: its wake should be cleared)", keys)
+		}
+		return err
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 // SPEC: a limit lifted from the config releases what it held back at the
