@@ -294,21 +294,20 @@ func releaseKeys(tx Tx, queue string, keys []string, lim KeyLimits) (map[string]
 			room[k] = got // may be 0: the key waits for its bucket
 		}
 	}
-	// Release one job per key with room at a time; most keys have room
-	// for one (key_concurrency 1, round robin), so this is one round.
+	// Release what each key has room for, the keys with the same room in
+	// one step (most have room for one: key_concurrency 1, round robin).
+	byRoom := map[int][]string{}
+	for k, r := range room {
+		if r > 0 {
+			r = min(r, MaxRelease)
+			byRoom[r] = append(byRoom[r], k)
+		}
+	}
 	released := map[string]int{}
-	for round := 0; ; round++ {
-		var want []string
-		for k, r := range room {
-			if r > round && released[k] == round {
-				want = append(want, k)
-			}
-		}
-		if len(want) == 0 {
-			break
-		}
+	for _, r := range sortedInts(byRoom) {
+		want := byRoom[r]
 		slices.Sort(want)
-		got, err := tx.Release(queue, want, lim.RoundRobin)
+		got, err := tx.Release(queue, want, r, lim.RoundRobin)
 		if err != nil {
 			return nil, err
 		}
@@ -317,8 +316,8 @@ func releaseKeys(tx Tx, queue string, keys []string, lim KeyLimits) (map[string]
 				return nil, err
 			}
 		}
-		for _, k := range got {
-			released[k]++
+		for k, n := range got {
+			released[k] += n
 		}
 	}
 	if lim.Rate.N > 0 && len(buckets) > 0 {
@@ -347,6 +346,19 @@ func releaseKeys(tx Tx, queue string, keys []string, lim KeyLimits) (map[string]
 		tx.Wake(queue)
 	}
 	return released, nil
+}
+
+// MaxRelease bounds the jobs of one key one release takes (a lifted limit
+// over a long backlog goes in steps; SweepKeys comes back for the rest).
+const MaxRelease = 10_000
+
+func sortedInts[V any](m map[int]V) []int {
+	out := make([]int, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // refill is the level of bucket b at now under rate r: full when new.
@@ -403,24 +415,28 @@ func SweepKeys(ctx context.Context, w Writer, limit int) (int, error) {
 	})
 	n := 0
 	for _, q := range queues {
-		for after := ""; err == nil; {
-			from := after
+		for after, more := "", true; more && err == nil; {
+			from, page := after, 0
 			err = w.Write(ctx, func(tx Tx) error {
+				page, more = 0, false
 				keys, err := tx.HeldKeys(q, from, limit)
 				if err != nil || len(keys) == 0 {
-					after = ""
 					return err
 				}
 				got, err := releaseKeys(tx, q, keys, tx.KeyLimits(q))
-				for _, r := range got {
-					n += r
+				if err != nil {
+					return err
 				}
-				after = keys[len(keys)-1]
-				return err
+				more, after = true, keys[len(keys)-1]
+				for _, r := range got {
+					page += r
+					if r == MaxRelease {
+						after = from // a key has more: this page again
+					}
+				}
+				return nil
 			})
-			if after == "" {
-				break
-			}
+			n += page
 		}
 	}
 	if err != nil {

@@ -145,13 +145,13 @@ type Tx interface {
 	// KeyLoads counts, for each of keys of queue, its jobs that hold a
 	// place (KeyLoad); a key without any is left out.
 	KeyLoads(queue string, keys []string) (map[string]KeyLoad, error)
-	// Release releases the first held job (in claim order) of each of keys
-	// of queue and names the keys that had one. With turn (round robin), a
+	// Release releases the first n held jobs (in claim order) of each of
+	// keys of queue and says how many per key (keys with none left out). With turn (round robin), a
 	// released job whose run_at is before now takes now plus one
 	// millisecond: it goes behind every job claimable now, also those
 	// submitted in the same millisecond (a claim's later rounds take it,
 	// see ClaimRequest.Ahead).
-	Release(queue string, keys []string, turn bool) ([]string, error)
+	Release(queue string, keys []string, n int, turn bool) (map[string]int, error)
 	// HasHeld reports, for each of keys of queue, whether it holds a job back.
 	HasHeld(queue string, keys []string) (map[string]bool, error)
 	// KeyBuckets reads the rate buckets of keys of queue (a key without

@@ -46,42 +46,44 @@ func (t *tx) KeyLoads(queue string, keys []string) (map[string]app.KeyLoad, erro
 	return out, nil
 }
 
-// heldFirst is the first held job of each of keys of queue, in claim order.
-func (t *tx) heldFirst(queue string, keys []string) map[string]*app.Job {
+// held is the held jobs of each of keys of queue, in claim order.
+func (t *tx) held(queue string, keys []string) map[string][]*app.Job {
 	want := keySet(keys)
-	first := map[string]*app.Job{}
+	out := map[string][]*app.Job{}
 	for _, j := range t.s.jobs {
 		if j.Queue == queue && j.Held && j.Status == app.StatusQueued && want[j.Key] {
-			if f := first[j.Key]; f == nil || app.ClaimOrder(j, f) < 0 {
-				first[j.Key] = j
-			}
+			out[j.Key] = append(out[j.Key], j)
 		}
 	}
-	return first
+	for _, js := range out {
+		slices.SortFunc(js, app.ClaimOrder)
+	}
+	return out
 }
 
 // Release implements app.Tx.
-func (t *tx) Release(queue string, keys []string, turn bool) ([]string, error) {
-	var out []string
-	for k, j := range t.heldFirst(queue, keys) {
-		nj := j.Clone()
-		nj.Held, nj.UpdatedAt = false, t.now
-		if turn && nj.RunAt.Before(t.now) {
-			nj.RunAt = t.now.Add(time.Millisecond)
+func (t *tx) Release(queue string, keys []string, n int, turn bool) (map[string]int, error) {
+	out := map[string]int{}
+	for k, js := range t.held(queue, keys) {
+		for _, j := range js[:min(n, len(js))] {
+			nj := j.Clone()
+			nj.Held, nj.UpdatedAt = false, t.now
+			if turn && nj.RunAt.Before(t.now) {
+				nj.RunAt = t.now.Add(time.Millisecond)
+			}
+			if err := t.putJob(nj); err != nil {
+				return nil, err
+			}
+			out[k]++
 		}
-		if err := t.putJob(nj); err != nil {
-			return nil, err
-		}
-		out = append(out, k)
 	}
-	slices.Sort(out)
 	return out, nil
 }
 
 // HasHeld implements app.Tx.
 func (t *tx) HasHeld(queue string, keys []string) (map[string]bool, error) {
 	out := map[string]bool{}
-	for k := range t.heldFirst(queue, keys) {
+	for k := range t.held(queue, keys) {
 		out[k] = true
 	}
 	return out, nil

@@ -66,17 +66,23 @@ func distinct(keys []string) []string {
 	return slices.Compact(out)
 }
 
-// Release implements app.Tx: one statement, the first held job of each key
+// Release implements app.Tx: one statement, the first n held jobs of each key
 // found in its range of jobs_held. A turn due before now goes a
 // millisecond behind it.
-func (w *wtx) Release(queue string, keys []string, turn bool) ([]string, error) {
+func (w *wtx) Release(queue string, keys []string, n int, turn bool) (map[string]int, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	rows, err := w.query(releaseSQL, queue, distinct(keys), w.now, turn)
-	out, err := collect(rows, err, func(row pgx.Row) (k string, err error) { return k, row.Scan(&k) })
-	slices.Sort(out)
-	return out, err
+	rows, err := w.query(releaseSQL, queue, distinct(keys), w.now, turn, n)
+	got, err := collect(rows, err, func(row pgx.Row) (k string, err error) { return k, row.Scan(&k) })
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for _, k := range got {
+		out[k]++
+	}
+	return out, nil
 }
 
 // HasHeld implements app.Tx.
@@ -280,7 +286,7 @@ const (
 			CROSS JOIN LATERAL (SELECT id FROM jobs
 				WHERE queue = $1 AND flow_key = k.key AND status = 'queued' AND held
 				ORDER BY priority, run_at, id
-				LIMIT 1
+				LIMIT $5
 				FOR UPDATE SKIP LOCKED) f)
 		UPDATE jobs j SET held = false, updated_at = $3,
 			run_at = CASE WHEN $4::bool AND j.run_at < $3::timestamptz THEN $3::timestamptz + interval '1 millisecond' ELSE j.run_at END

@@ -288,7 +288,7 @@ func TestKeyQueriesUseTheirIndexes(t *testing.T) {
 		index []string
 	}{
 		{"key loads", keyLoadsSQL, []any{"q1", keys, time.Now()}, []string{"jobs_key_load"}},
-		{"release", releaseSQL, []any{"q1", keys, time.Now(), true}, []string{"jobs_held", "jobs_pkey"}},
+		{"release", releaseSQL, []any{"q1", keys, time.Now(), true, 1}, []string{"jobs_held", "jobs_pkey"}},
 		{"has held", hasHeldSQL, []any{"q1", keys}, []string{"jobs_held"}},
 		{"held queues", heldQueuesSQL, nil, []string{"jobs_held"}},
 		{"held keys", heldKeysSQL, []any{"q1", "key5", 1000}, []string{"jobs_held"}},

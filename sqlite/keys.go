@@ -43,10 +43,31 @@ func (w *wtx) KeyLoads(queue string, keys []string) (map[string]app.KeyLoad, err
 	return out, rows.Err()
 }
 
-// Release implements app.Tx: one statement, a seek per key.
-func (w *wtx) Release(queue string, keys []string, turn bool) ([]string, error) {
-	rows, err := w.query(releaseSQL, ms(w.now), turn, queue, keyList(keys))
-	return collect(rows, err, func(sc scanner) (k string, err error) { return k, sc.Scan(&k) })
+// Release implements app.Tx: for one job a key, one statement with a seek
+// per key; for more, a statement per key (SQLite's LIMIT cannot follow a
+// row of the outer query).
+func (w *wtx) Release(queue string, keys []string, n int, turn bool) (map[string]int, error) {
+	var got []string
+	if n == 1 {
+		rows, err := w.query(releaseSQL, ms(w.now), turn, queue, keyList(keys))
+		if got, err = collect(rows, err, func(sc scanner) (k string, err error) { return k, sc.Scan(&k) }); err != nil {
+			return nil, err
+		}
+	} else {
+		for _, k := range keys {
+			rows, err := w.query(releaseManySQL, ms(w.now), turn, queue, k, n)
+			some, err := collect(rows, err, func(sc scanner) (k string, err error) { return k, sc.Scan(&k) })
+			if err != nil {
+				return nil, err
+			}
+			got = append(got, some...)
+		}
+	}
+	out := map[string]int{}
+	for _, k := range got {
+		out[k]++
+	}
+	return out, nil
 }
 
 // keyLoadsSQL counts the places of each key of ?2 (a JSON array) in queue
@@ -66,6 +87,14 @@ const releaseSQL = `UPDATE jobs SET held = 0, updated_at = ?1,
 				ORDER BY priority, run_at, id LIMIT 1)
 			FROM json_each(?4) k)
 		RETURNING flow_key`
+
+// releaseManySQL releases the first ?5 held jobs of key ?4 in queue ?3.
+const releaseManySQL = `UPDATE jobs SET held = 0, updated_at = ?1,
+		run_at = CASE WHEN ?2 AND run_at < ?1 THEN ?1 + 1 ELSE run_at END
+	WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_held
+		WHERE queue = ?3 AND flow_key = ?4 AND status = 'queued' AND held = 1
+		ORDER BY priority, run_at, id LIMIT ?5)
+	RETURNING flow_key`
 
 // HasHeld implements app.Tx.
 func (w *wtx) HasHeld(queue string, keys []string) (map[string]bool, error) {

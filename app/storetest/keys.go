@@ -112,6 +112,11 @@ func testKeyConcurrencyN(e *env) {
 	if j := e.get(a[4].ID); j.Status != app.StatusCancelled || j.Held {
 		e.t.Fatalf("a held job drained: status %s, waiting for its key %v", j.Status, j.Held)
 	}
+	// A key with room for several releases them in one step, in claim order.
+	e.setLimits("m", app.KeyLimits{Concurrency: 5})
+	m := e.submitN(12, "m", "k", keyed("M"))
+	_, ids = e.claimIDs("m", 20)
+	wantIDs(e, "a batch of 12 at key_concurrency 5", ids, m[0].ID, m[1].ID, m[2].ID, m[3].ID, m[4].ID)
 }
 
 // SPEC: every way a job of a key ends frees its place for the key's next
