@@ -50,15 +50,21 @@ func (w *wtx) insertJob(nj *app.NewJob) (*app.Job, error) {
 		nj.Queue, nj.Kind, string(job.Payload), nj.Priority, ms(job.RunAt), nj.MaxAttempts, nj.Timeout.Milliseconds(),
 		nullMS(job.ExpiresAt), app.EncodeList(nj.Tags), nullString(nj.IdempotencyKey), nj.ReplayedFrom,
 		ms(now), ms(now), nullID(nj.WorkflowID), nullString(nj.Step),
-		nullString(nj.Key), nj.Held, nullString(nj.Dedupe),
 	}}
 	w.Moved(nj.Queue, "", app.StatusQueued, 1)
 	w.Wake(nj.Queue)
-	if w.deferInserts {
+	keyed := nj.Key != "" || nj.Held || nj.Dedupe != ""
+	if w.deferInserts && !keyed {
 		w.pending = append(w.pending, row)
 		return job, nil
 	}
-	res, err := w.exec(insertSQL[1], row.args[:]...)
+	var res sql.Result
+	var err error
+	if keyed { // the flow-control columns; a plain job leaves them to their defaults
+		res, err = w.exec(insertKeyedSQL, append(row.args[:], nullString(nj.Key), nj.Held, nullString(nj.Dedupe))...)
+	} else {
+		res, err = w.exec(insertSQL[1], row.args[:]...)
+	}
 	var id int64
 	if err == nil {
 		id, err = res.LastInsertId() // cheaper than RETURNING: no result row to build and read
@@ -82,22 +88,27 @@ type pendingJob struct {
 }
 
 // insertCols is the number of columns insertSQL binds per row.
-const insertCols = 18
+const insertCols = 15
 
 // insertChunk is the most rows one INSERT statement takes.
 const insertChunk = 64
 
 // insertSQL[n] inserts n job rows.
 var insertSQL = func() (qs [insertChunk + 1]string) {
-	row := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	row := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	for n := 1; n <= insertChunk; n++ {
 		qs[n] = `INSERT INTO jobs (queue, kind, payload, priority, run_at, max_attempts, timeout_ms,
-			expires_at, tags, idempotency_key, replayed_from, created_at, updated_at, workflow_id, step,
-			flow_key, held, dedupe)
+			expires_at, tags, idempotency_key, replayed_from, created_at, updated_at, workflow_id, step)
 		VALUES ` + row + strings.Repeat(", "+row, n-1)
 	}
 	return qs
 }()
+
+// insertKeyedSQL inserts one job row with its flow-control columns.
+const insertKeyedSQL = `INSERT INTO jobs (queue, kind, payload, priority, run_at, max_attempts, timeout_ms,
+		expires_at, tags, idempotency_key, replayed_from, created_at, updated_at, workflow_id, step,
+		flow_key, held, dedupe)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // insertPending inserts the rows of pending jobs, up to insertChunk in one
 // statement: one statement for the jobs of many requests costs much less
