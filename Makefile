@@ -29,8 +29,9 @@ lint: ## gofmt, go vet and staticcheck
 
 bench: ## Benchmarks: the store's, then queue beside River and goqite (bench/, ~15 min; BENCH_ARGS="-short" or see docs/benchmarks.md)
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./sqlite/
-	@if [ -n "$$QUEUE_TEST_POSTGRES_DSN" ]; then $(GO) test -run '^$$' -bench Workflow -benchtime 3x ./postgres/; \
-		else echo "QUEUE_TEST_POSTGRES_DSN is not set: the PostgreSQL workflow benchmark is skipped"; fi
+	@if [ -n "$$QUEUE_TEST_POSTGRES_DSN" ]; then $(GO) test -run '^$$' -bench Workflow -benchtime 3x ./postgres/ && \
+		$(GO) test -run '^$$' -bench 'Keys|Fairness' -benchtime 2s ./postgres/; \
+		else echo "QUEUE_TEST_POSTGRES_DSN is not set: the PostgreSQL workflow and key benchmarks are skipped"; fi
 	$(MAKE) build
 	cd bench && $(GO) run ./workflowhttp -bin ../queue
 	@if [ -n "$$QUEUE_TEST_POSTGRES_DSN" ]; then cd bench && $(GO) run ./workflowhttp -bin ../queue -db "$$QUEUE_TEST_POSTGRES_DSN"; fi
