@@ -361,6 +361,29 @@ func sortedInts[V any](m map[int]V) []int {
 	return out
 }
 
+// pruneBuckets deletes the rate buckets no key needs: one untouched for a
+// whole period is full again, as a key without one is; with no key_rate
+// left, every bucket of the queue without a wake goes. At most limit a
+// queue per call (the sweep comes again).
+func pruneBuckets(ctx context.Context, w Writer, limit int) error {
+	return w.Write(ctx, func(tx Tx) error {
+		queues, err := tx.BucketQueues()
+		if err != nil {
+			return err
+		}
+		for _, q := range queues {
+			before := tx.Now()
+			if r := tx.KeyLimits(q).Rate; r.N > 0 {
+				before = before.Add(-r.Per)
+			}
+			if _, err := tx.DeleteBuckets(q, before, limit); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // refill is the level of bucket b at now under rate r: full when new.
 func refill(b KeyBucket, now time.Time, r KeyRate) float64 {
 	if b.At.IsZero() {
@@ -438,6 +461,9 @@ func SweepKeys(ctx context.Context, w Writer, limit int) (int, error) {
 			})
 			n += page
 		}
+	}
+	if err == nil {
+		err = pruneBuckets(ctx, w, limit)
 	}
 	if err != nil {
 		return n, fmt.Errorf("sweep keys: %w", err)

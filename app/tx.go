@@ -161,6 +161,11 @@ type Tx interface {
 	// WaitingKeys names up to limit keys of queue whose bucket's Wake is
 	// due (not zero, not after now), earliest first.
 	WaitingKeys(queue string, limit int) ([]string, error)
+	// BucketQueues names the queues with key rate buckets, in name order;
+	// DeleteBuckets deletes up to limit buckets of queue not used since
+	// before and with no wake, and says how many.
+	BucketQueues() ([]string, error)
+	DeleteBuckets(queue string, before time.Time, limit int) (int, error)
 	// HeldQueues names the queues that hold jobs back, in name order;
 	// HeldKeys names up to limit keys of queue that do, after after in
 	// key order.

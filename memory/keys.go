@@ -143,6 +143,32 @@ func compareStrings(a, b string) int {
 	return 0
 }
 
+// BucketQueues implements app.Tx.
+func (t *tx) BucketQueues() ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	for qk := range t.s.buckets {
+		if !seen[qk.Queue] {
+			seen[qk.Queue] = true
+			out = append(out, qk.Queue)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// DeleteBuckets implements app.Tx.
+func (t *tx) DeleteBuckets(queue string, before time.Time, limit int) (int, error) {
+	n := 0
+	for qk, b := range t.s.buckets {
+		if n < limit && qk.Queue == queue && b.Wake.IsZero() && b.At.Before(before) {
+			del(t, t.s.buckets, qk)
+			n++
+		}
+	}
+	return n, nil
+}
+
 // HeldQueues implements app.Tx.
 func (t *tx) HeldQueues() ([]string, error) {
 	seen := map[string]bool{}

@@ -153,6 +153,26 @@ func (w *wtx) WaitingKeys(queue string, limit int) ([]string, error) {
 	return collect(rows, err, func(row pgx.Row) (k string, err error) { return k, row.Scan(&k) })
 }
 
+// BucketQueues implements app.Tx: a skip scan of key_buckets' primary key.
+func (w *wtx) BucketQueues() ([]string, error) {
+	rows, err := w.query(`WITH RECURSIVE q AS (
+			(SELECT queue FROM key_buckets ORDER BY queue LIMIT 1)
+			UNION ALL
+			SELECT (SELECT b.queue FROM key_buckets b WHERE b.queue > q.queue ORDER BY b.queue LIMIT 1) FROM q WHERE q.queue IS NOT NULL)
+		SELECT queue FROM q WHERE queue IS NOT NULL`)
+	return collect(rows, err, func(row pgx.Row) (q string, err error) { return q, row.Scan(&q) })
+}
+
+// DeleteBuckets implements app.Tx.
+func (w *wtx) DeleteBuckets(queue string, before time.Time, limit int) (int, error) {
+	tag, err := w.exec(`DELETE FROM key_buckets WHERE queue = $1 AND flow_key = ANY(ARRAY(SELECT flow_key FROM key_buckets
+		WHERE queue = $1 AND wake IS NULL AND at < $2 LIMIT $3))`, queue, before, limit)
+	if err != nil {
+		return 0, err
+	}
+	return int(tag.RowsAffected()), nil
+}
+
 // HeldQueues implements app.Tx: a skip scan of jobs_held, one probe per
 // queue, whatever the number of held jobs.
 func (w *wtx) HeldQueues() ([]string, error) {

@@ -158,6 +158,27 @@ func (w *wtx) WaitingKeys(queue string, limit int) ([]string, error) {
 	return collect(rows, err, func(sc scanner) (k string, err error) { return k, sc.Scan(&k) })
 }
 
+// BucketQueues implements app.Tx: a skip-scan of key_buckets' primary key.
+func (w *wtx) BucketQueues() ([]string, error) {
+	rows, err := w.query(`WITH RECURSIVE q(name) AS (
+			SELECT (SELECT queue FROM key_buckets ORDER BY queue LIMIT 1)
+			UNION ALL
+			SELECT (SELECT queue FROM key_buckets WHERE queue > q.name ORDER BY queue LIMIT 1) FROM q WHERE q.name IS NOT NULL)
+		SELECT name FROM q WHERE name IS NOT NULL`)
+	return collect(rows, err, func(sc scanner) (q string, err error) { return q, sc.Scan(&q) })
+}
+
+// DeleteBuckets implements app.Tx.
+func (w *wtx) DeleteBuckets(queue string, before time.Time, limit int) (int, error) {
+	res, err := w.exec(`DELETE FROM key_buckets WHERE queue = ?1 AND flow_key IN (SELECT flow_key FROM key_buckets
+		WHERE queue = ?1 AND wake IS NULL AND at < ?2 LIMIT ?3)`, queue, ms(before), limit)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
 // HeldQueues implements app.Tx: a skip-scan of jobs_held, a seek per queue.
 func (w *wtx) HeldQueues() ([]string, error) {
 	rows, err := w.query(`WITH RECURSIVE q(name) AS (

@@ -317,6 +317,21 @@ func testKeyRate(e *env) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	// Buckets unused for a whole period are full again: the sweep deletes them.
+	e.clock.Advance(10 * time.Second)
+	if _, err := app.SweepKeys(e.ctx, e.s, 100); err != nil {
+		e.t.Fatal(err)
+	}
+	err = e.s.Write(e.ctx, func(tx app.Tx) error {
+		b, err := tx.KeyBuckets("q", []string{"A", "B", "C"})
+		if err == nil && len(b) > 0 {
+			e.t.Errorf("buckets left after a sweep %s after their last use: %v", 10*time.Second, b)
+		}
+		return err
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 // SPEC: a limit lifted from the config releases what it held back at the

@@ -1,0 +1,5 @@
+-- 0008_jobs_by_key.sql: the jobs of one key, newest first (GET /api/jobs?key=,
+-- the keys page's links), without reading the table. Only keyed jobs are in it,
+-- and a job's key and id never change, so it costs a keyed job an entry and
+-- nothing on its way through its states.
+CREATE INDEX jobs_by_key ON jobs (flow_key, id) WHERE flow_key IS NOT NULL;
