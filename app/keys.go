@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -304,7 +305,7 @@ func releaseKeys(tx Tx, queue string, keys []string, lim KeyLimits) (map[string]
 		}
 	}
 	released := map[string]int{}
-	for _, r := range sortedInts(byRoom) {
+	for _, r := range slices.Sorted(maps.Keys(byRoom)) {
 		want := byRoom[r]
 		slices.Sort(want)
 		got, err := tx.Release(queue, want, r, lim.RoundRobin)
@@ -323,7 +324,7 @@ func releaseKeys(tx Tx, queue string, keys []string, lim KeyLimits) (map[string]
 	if lim.Rate.N > 0 && len(buckets) > 0 {
 		// Tokens a release did not use go back; a key that used them all and
 		// may hold more jobs back waits for its next token.
-		held, err := tx.HasHeld(queue, sortedKeys(buckets))
+		held, err := tx.HasHeld(queue, slices.Sorted(maps.Keys(buckets)))
 		if err != nil {
 			return nil, err
 		}
@@ -351,15 +352,6 @@ func releaseKeys(tx Tx, queue string, keys []string, lim KeyLimits) (map[string]
 // MaxRelease bounds the jobs of one key one release takes (a lifted limit
 // over a long backlog goes in steps; SweepKeys comes back for the rest).
 const MaxRelease = 10_000
-
-func sortedInts[V any](m map[int]V) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
 
 // pruneBuckets deletes the rate buckets no key needs: one untouched for a
 // whole period is full again, as a key without one is; with no key_rate
@@ -400,15 +392,6 @@ func untilToken(tokens float64, r KeyRate) time.Duration {
 	}
 	d := time.Duration((1 - tokens) / r.PerSecond() * float64(time.Second))
 	return max(d, time.Millisecond)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // wokenKeys releases the held jobs of queue's keys whose rate bucket has

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/queuehq/queue/app"
@@ -124,23 +125,13 @@ func (t *tx) WaitingKeys(queue string, limit int) ([]string, error) {
 		if c := a.wake.Compare(b.wake); c != 0 {
 			return c
 		}
-		return compareStrings(a.key, b.key)
+		return strings.Compare(a.key, b.key)
 	})
 	out := make([]string, 0, min(len(ds), limit))
 	for _, d := range ds[:min(len(ds), limit)] {
 		out = append(out, d.key)
 	}
 	return out, nil
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // BucketQueues implements app.Tx.

@@ -209,11 +209,8 @@ func (w *wtx) Dedupe(queue, sig string, since time.Time, limit int) ([]*app.Job,
 	return out, nil
 }
 
-// Debounce implements app.Tx. A zero runAt is now, as for a new job.
+// Debounce implements app.Tx.
 func (w *wtx) Debounce(j *app.Job, payload json.RawMessage, runAt time.Time) (*app.Job, error) {
-	if runAt.IsZero() {
-		runAt = w.now
-	}
 	job, err := scanJob(w.queryRow(`UPDATE jobs SET payload = $1::json, run_at = $2, updated_at = $3
 		WHERE id = $4 AND status = 'queued' RETURNING `+jobCols, rawOrNull(payload), ms(runAt), w.now, j.ID))
 	if err != nil {

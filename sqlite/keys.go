@@ -15,16 +15,10 @@ import (
 // through an index of the key (jobs_held, jobs_key_live, key_buckets), so
 // its cost is the keys asked for, not the jobs they hold.
 
-// keyList is keys as the JSON array json_each reads.
-func keyList(keys []string) string {
-	b, _ := json.Marshal(keys)
-	return string(b)
-}
-
 // KeyLoads implements app.Tx: a seek per key (an IN over the keys made
 // SQLite walk the queue's whole range of the index).
 func (w *wtx) KeyLoads(queue string, keys []string) (map[string]app.KeyLoad, error) {
-	rows, err := w.query(keyLoadsSQL, queue, keyList(keys), ms(w.now)+1)
+	rows, err := w.query(keyLoadsSQL, queue, app.EncodeList(keys), ms(w.now)+1)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +43,7 @@ func (w *wtx) KeyLoads(queue string, keys []string) (map[string]app.KeyLoad, err
 func (w *wtx) Release(queue string, keys []string, n int, turn bool) (map[string]int, error) {
 	var got []string
 	if n == 1 {
-		rows, err := w.query(releaseSQL, ms(w.now), turn, queue, keyList(keys))
+		rows, err := w.query(releaseSQL, ms(w.now), turn, queue, app.EncodeList(keys))
 		if got, err = collect(rows, err, func(sc scanner) (k string, err error) { return k, sc.Scan(&k) }); err != nil {
 			return nil, err
 		}
@@ -100,7 +94,7 @@ const releaseManySQL = `UPDATE jobs SET held = 0, updated_at = ?1,
 func (w *wtx) HasHeld(queue string, keys []string) (map[string]bool, error) {
 	rows, err := w.query(`SELECT k.value FROM json_each(?2) k
 		WHERE EXISTS (SELECT 1 FROM jobs INDEXED BY jobs_held
-			WHERE queue = ?1 AND flow_key = k.value AND status = 'queued' AND held = 1)`, queue, keyList(keys))
+			WHERE queue = ?1 AND flow_key = k.value AND status = 'queued' AND held = 1)`, queue, app.EncodeList(keys))
 	got, err := collect(rows, err, func(sc scanner) (k string, err error) { return k, sc.Scan(&k) })
 	out := make(map[string]bool, len(got))
 	for _, k := range got {
@@ -112,7 +106,7 @@ func (w *wtx) HasHeld(queue string, keys []string) (map[string]bool, error) {
 // KeyBuckets implements app.Tx.
 func (w *wtx) KeyBuckets(queue string, keys []string) (map[string]app.KeyBucket, error) {
 	rows, err := w.query(`SELECT flow_key, tokens, at, wake FROM key_buckets
-		WHERE queue = ? AND flow_key IN (SELECT value FROM json_each(?))`, queue, keyList(keys))
+		WHERE queue = ? AND flow_key IN (SELECT value FROM json_each(?))`, queue, app.EncodeList(keys))
 	if err != nil {
 		return nil, err
 	}

@@ -39,6 +39,14 @@ var faultCases = []faultCase{
 			return err
 		}
 	}},
+	{"round-robin claim, which releases its key's next turn", app.FaultKeyRelease, 0, func(e *env) func() error {
+		e.setLimits("q", app.KeyLimits{RoundRobin: true})
+		e.submitN(2, "q", "k", keyed("A"))
+		return func() error {
+			_, err := e.s.Claim(e.ctx, app.ClaimRequest{Queue: "q", WorkerID: "w", Limit: 1})
+			return err
+		}
+	}},
 	{"keyed submission, released at once", app.FaultKeyRelease, 0, func(e *env) func() error {
 		e.setLimits("q", app.KeyLimits{Concurrency: 1})
 		return func() error {
