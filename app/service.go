@@ -105,7 +105,7 @@ func (s *Service) Submit(ctx context.Context, ins []SubmitInput) ([]Submitted, e
 		return nil, Invalid("jobs", "%d jobs; a batch holds at most %d", len(ins), MaxBatch)
 	}
 	now := s.Clock.Now()
-	req := SubmitRequest{Jobs: make([]NewJob, len(ins)), MaxQueued: s.Config.MaxQueued()}
+	req := SubmitRequest{Jobs: make([]NewJob, len(ins)), MaxQueued: s.Config.MaxQueued(), KeyLimits: s.Config.KeyLimits}
 	for i := range ins {
 		nj, err := ins[i].NewJob(s.Config, now)
 		if err != nil {

@@ -258,6 +258,10 @@ type SubmitRequest struct {
 	Jobs []NewJob
 	// MaxQueued maps a queue to its max_queued limit (absent or 0: none).
 	MaxQueued map[string]int
+	// KeyLimits, if set, tells which queues limit their keys: a keyed job
+	// of another queue is plain (its key a label). If nil, every keyed job
+	// takes the rules' path.
+	KeyLimits func(queue string) KeyLimits
 }
 
 // ClaimRequest asks for work from one queue.

@@ -32,12 +32,13 @@ func Submit(ctx context.Context, st JobStore, req SubmitRequest) ([]Submitted, e
 	return out, nil
 }
 
-// plain reports whether no job of req has an idempotency key, a
-// flow-control key or a dedupe rule, or goes to a limited queue.
+// plain reports whether no job of req has an idempotency key, a dedupe
+// rule or a key its queue limits, or goes to a queue with max_queued.
 func plain(req SubmitRequest) bool {
 	for i := range req.Jobs {
 		nj := &req.Jobs[i]
-		if nj.IdempotencyKey != "" || nj.Key != "" || nj.Unique != nil || nj.Debounce > 0 || nj.Throttle > 0 || req.MaxQueued[nj.Queue] > 0 {
+		limited := nj.Key != "" && (req.KeyLimits == nil || req.KeyLimits(nj.Queue).Keyed())
+		if nj.IdempotencyKey != "" || limited || nj.Unique != nil || nj.Debounce > 0 || nj.Throttle > 0 || req.MaxQueued[nj.Queue] > 0 {
 			return false
 		}
 	}

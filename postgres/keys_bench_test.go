@@ -29,3 +29,11 @@ func BenchmarkFairness(b *testing.B) {
 		return mustOpen(b, Options{StoreOptions: opts, MaxConns: 16})
 	}, 10_000, 4)
 }
+
+// BenchmarkSubmitKeyed is keyed submissions against plain ones, from one
+// producer and from 16 (see storetest.BenchSubmitKeyed).
+func BenchmarkSubmitKeyed(b *testing.B) {
+	storetest.BenchSubmitKeyed(b, func(b testing.TB, opts app.StoreOptions) app.Store {
+		return mustOpen(b, Options{StoreOptions: opts, MaxConns: 16})
+	})
+}

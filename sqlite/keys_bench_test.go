@@ -30,3 +30,11 @@ func BenchmarkFairness(b *testing.B) {
 		return MustOpen(b, sqlite.Options{StoreOptions: opts})
 	}, 10_000, 4)
 }
+
+// BenchmarkSubmitKeyed is keyed submissions against plain ones, from one
+// producer and from 16 (see storetest.BenchSubmitKeyed), synchronous=FULL.
+func BenchmarkSubmitKeyed(b *testing.B) {
+	storetest.BenchSubmitKeyed(b, func(b testing.TB, opts app.StoreOptions) app.Store {
+		return MustOpen(b, sqlite.Options{StoreOptions: opts})
+	})
+}

@@ -225,3 +225,45 @@ func fairRun(b *testing.B, st app.Store, small, workers int) (time.Duration, tim
 	slices.Sort(pickups)
 	return pickups[len(pickups)/2], pickups[len(pickups)*99/100]
 }
+
+// BenchSubmitKeyed is one job per call, from one
+// producer and from 16, plain against keyed (10,000 keys in turn, on a
+// queue with key_concurrency 1): a keyed submission has its own
+// transaction (its key's room is looked up and its job released in it),
+// where plain ones are gathered (SQLite's shared INSERT,
+// PostgreSQL's combined transaction).
+func BenchSubmitKeyed(b *testing.B, open func(b testing.TB, opts app.StoreOptions) app.Store) {
+	for _, producers := range []int{1, 16} {
+		for _, keyed := range []bool{false, true} {
+			b.Run(fmt.Sprintf("producers=%d/keyed=%v", producers, keyed), func(b *testing.B) {
+				s := open(b, app.StoreOptions{KeyLimits: func(string) app.KeyLimits { return app.KeyLimits{Concurrency: 1} }})
+				var n atomic.Int64
+				submit := func() error {
+					nj := app.NewJob{Queue: "submit", Kind: "k", Payload: json.RawMessage(`{"n":1}`), MaxAttempts: 5, Timeout: time.Minute}
+					if keyed {
+						nj.Key = fmt.Sprintf("k%05d", n.Add(1)%10_000)
+					}
+					_, err := app.Submit(b.Context(), s, app.SubmitRequest{Jobs: []app.NewJob{nj}})
+					return err
+				}
+				b.ResetTimer()
+				var wg sync.WaitGroup
+				var next atomic.Int64
+				for range producers {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for next.Add(1) <= int64(b.N) {
+							if err := submit(); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					}()
+				}
+				wg.Wait()
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+			})
+		}
+	}
+}

@@ -584,3 +584,31 @@ func testClaimQueuesWeightedAndStrict(e *env) {
 		}
 	}
 }
+
+// SPEC: on a queue without key limits a key is a label: the job is stored
+// with it (a listing by key finds it), never held, and its submission goes
+// the plain jobs' way (the Service tells the store which queues limit keys).
+func testKeyOnAQueueWithoutLimitsIsALabel(e *env) {
+	e.setLimits("limited", app.KeyLimits{Concurrency: 1})
+	svc := e.service(&app.Config{Queues: map[string]app.QueueConfig{"limited": {KeyConcurrency: 1}}})
+	var ids []int64
+	for _, q := range []string{"plain", "plain", "limited", "limited"} {
+		res, err := svc.Submit(e.ctx, []app.SubmitInput{{Queue: q, Kind: "k", Key: "acct-1"}})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		ids = append(ids, res[0].Job.ID)
+	}
+	for i, id := range ids {
+		j := e.get(id)
+		if j.Key != "acct-1" || j.Held != (i == 3) {
+			e.t.Fatalf("job %d in %s: key %q held %v, want acct-1, held only for the second of the limited queue", id, j.Queue, j.Key, j.Held)
+		}
+	}
+	if n, _ := e.s.CountJobs(e.ctx, app.JobFilter{Key: "acct-1", Queue: "plain"}); n != 2 {
+		e.t.Fatalf("jobs of key acct-1 in plain: %d, want 2", n)
+	}
+	if jobs := e.claim("plain", 10); len(jobs) != 2 {
+		e.t.Fatalf("claimed %d of the plain queue's keyed jobs, want both", len(jobs))
+	}
+}

@@ -192,6 +192,7 @@ func Run(t *testing.T, open Opener) {
 		"KeyRate":                                  testKeyRate,
 		"KeyLimitLiftedBySweep":                    testKeyLimitLiftedBySweep,
 		"KeyReplayKeepsItsKey":                     testKeyReplayKeepsItsKey,
+		"KeyOnAQueueWithoutLimitsIsALabel":         testKeyOnAQueueWithoutLimitsIsALabel,
 		"UniqueJobs":                               testUniqueJobs,
 		"UniqueUnderConcurrency":                   testUniqueUnderConcurrency,
 		"Debounce":                                 testDebounce,
