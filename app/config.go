@@ -59,7 +59,13 @@ type QueueConfig struct {
 	KeyConcurrency int     `toml:"key_concurrency" json:"key_concurrency,omitempty"`
 	KeyRate        KeyRate `toml:"key_rate" json:"key_rate,omitzero"`
 	Fairness       string  `toml:"fairness" json:"fairness,omitempty"`
+	// LogKiB keeps the last this many KiB of each attempt's log (lines of
+	// the command worker's stdout and stderr, and lines workers send).
+	LogKiB int `toml:"log_kib" json:"log_kib"` // default 64
 }
+
+// DefaultLogKiB is the log kept of each attempt when no config sets log_kib.
+const DefaultLogKiB = 64
 
 // PeriodicConfig declares a job enqueued on a cron schedule ([[periodic]]
 // in the config file, which package commands decodes and checks). The json
@@ -119,6 +125,8 @@ func (c *Config) Queue(name string) QueueConfig {
 		Burst:        firstInt(q.Burst, d.Burst, 0),
 		MaxQueued:    firstInt(q.MaxQueued, d.MaxQueued, 0),
 		Rate:         q.Rate,
+
+		LogKiB: firstInt(q.LogKiB, d.LogKiB, DefaultLogKiB),
 
 		KeyConcurrency: firstInt(q.KeyConcurrency, d.KeyConcurrency, 0),
 		KeyRate:        q.KeyRate,

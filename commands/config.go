@@ -528,6 +528,8 @@ func validateQueue(key string, q app.QueueConfig) error {
 		return bad("burst", "must be positive")
 	case q.MaxQueued < 0:
 		return bad("max_queued", "must be positive (0 means no limit)")
+	case q.LogKiB < 0 || q.LogKiB > 1024:
+		return bad("log_kib", "must be between 1 and 1024: the KiB of each attempt's log kept (default 64)")
 	case q.KeyConcurrency < 0:
 		return bad("key_concurrency", "must be positive: at most this many jobs of one key at once (0 means no limit; 1 runs a key's jobs one after another)")
 	case q.KeyRate.N < 0 || (q.KeyRate.N > 0 && q.KeyRate.Per <= 0):

@@ -166,6 +166,11 @@ func (h *handler) routes(e *echo.Echo) {
 	api.GET("/periodic", h.periodic)
 	api.POST("/once/:key", h.onceAcquire)
 	api.POST("/once/:key/done", h.onceDone)
+	// Live operations (issue 26), one file each.
+	h.progressRoutes(api)
+	h.workerRoutes(api)
+	h.settingsRoutes(api)
+	h.liveJobRoutes(api)
 }
 
 // bind decodes the JSON body into v: strict (unknown fields are errors),

@@ -102,6 +102,11 @@ func newPages(h *handler, e *echo.Echo) *pages {
 	page("/queues/drain", p.drainConfirm)
 	page("/queues/keys", p.queueKeys)
 	e.POST("/queues/drain", p.drain, mw...)
+	// Live operations (issue 26), one file each.
+	p.progressPages(e, page, mw)
+	p.workerPages(e, page, mw)
+	p.settingsPages(e, page, mw)
+	p.liveJobPages(e, page, mw)
 	page("/login", p.loginForm)
 	e.POST("/login", p.login, mw...)
 	e.POST("/logout", p.logout, mw...)
