@@ -568,7 +568,7 @@ func (s *Service) Queues(ctx context.Context) ([]QueueInfo, error) {
 		seen[q.Name] = true
 		out = append(out, QueueInfo{Name: q.Name, Paused: q.Paused, PausedAt: q.PausedAt, Config: s.Config.Queue(q.Name)})
 	}
-	for name := range s.Config.Queues {
+	for _, name := range s.Config.QueueNames() {
 		if !seen[name] {
 			out = append(out, QueueInfo{Name: name, Config: s.Config.Queue(name)})
 		}

@@ -2,6 +2,8 @@ package app
 
 import (
 	"encoding/json"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -24,6 +26,13 @@ type Config struct {
 	// DLQAlert, if its Queue is set, submits a job there when a queue's
 	// dead-letter rows reach Threshold (see Maintainer.AlertDLQ).
 	DLQAlert DLQAlert
+	// ParseSchedule parses the cron of periodic entries made at runtime
+	// (package commands sets robfig/cron's, as for [[periodic]]); if nil,
+	// such entries cannot be made and stored ones are left out.
+	ParseSchedule ScheduleParser
+
+	rt   atomic.Pointer[Settings] // the runtime settings (settings.go)
+	rtMu sync.Mutex               // one reload at a time (Service.ReloadSettings)
 }
 
 // DLQAlert is the alert hook of the dead-letter queue: a job of kind
@@ -100,9 +109,10 @@ type Schedule interface {
 // DefaultConfig is the configuration without a file.
 func DefaultConfig() *Config { return &Config{Queues: map[string]QueueConfig{}} }
 
-// Queue returns the policy of queue name: its section, then [defaults],
-// then the built-in defaults, merged field by field.
-func (c *Config) Queue(name string) QueueConfig {
+// fileQueue returns the policy of queue name in the config file: its
+// section, then [defaults], then the built-in defaults, merged field by
+// field (Queue lays the runtime settings over it).
+func (c *Config) fileQueue(name string) QueueConfig {
 	q := c.Queues[name]
 	d := c.Defaults
 	pick := func(v, def Duration, builtin time.Duration) Duration {
@@ -167,10 +177,10 @@ func (c *Config) KeyLimits(queue string) KeyLimits {
 // MaxQueued maps each queue with a max_queued limit to it.
 func (c *Config) MaxQueued() map[string]int {
 	m := map[string]int{}
-	for n := range c.Queues {
+	c.eachQueue(func(n string) {
 		if v := c.Queue(n).MaxQueued; v > 0 {
 			m[n] = v
 		}
-	}
+	})
 	return m
 }

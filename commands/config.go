@@ -3,7 +3,6 @@ package commands
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -132,6 +131,7 @@ func (c *config) serviceConfig() *app.Config {
 		EventRetention: c.Maintenance.EventRetention,
 		AuditRetention: c.Maintenance.AuditRetention,
 		DLQAlert:       app.DLQAlert{Queue: c.Maintenance.DLQAlertQueue, Threshold: c.Maintenance.DLQAlertThreshold},
+		ParseSchedule:  parseSchedule, // periodic entries made through the API
 	}
 }
 
@@ -376,75 +376,31 @@ func (c *config) validateTokens() error {
 }
 
 // validatePeriodic checks each periodic entry and fills its defaults, its
-// parsed schedule and its payload as JSON.
+// parsed schedule and its payload as JSON (app.ValidatePeriodic, which the
+// API's periodic entries go through too).
 func (c *config) validatePeriodic() error {
 	entries := map[string]bool{}
 	for i := range c.Periodic {
 		p := &c.Periodic[i]
 		key := fmt.Sprintf("periodic[%d]", i)
-		if p.Queue == "" {
-			p.Queue = app.DefaultQueue
-		}
-		if err := app.ValidateQueue(p.Queue); err != nil {
-			return bad(key+".queue", "%v", err)
-		}
-		if err := app.ValidateKind(p.Kind); err != nil {
-			return bad(key+".kind", "%v", err)
-		}
-		if p.Cron == "" {
-			return bad(key+".cron", "a periodic job needs a cron schedule (e.g. \"*/5 * * * *\" or \"@every 1m\")")
-		}
-		loc := time.UTC
-		if p.Timezone != "" {
-			l, err := time.LoadLocation(p.Timezone)
-			if err != nil {
-				return bad(key+".timezone", "unknown time zone %q", p.Timezone)
-			}
-			loc = l
-		}
-		s, err := parseSchedule(p.Cron, loc)
-		if err != nil {
-			return bad(key+".cron", "invalid cron schedule %q: %v", p.Cron, err)
-		}
-		p.Schedule = s
-		switch p.CatchUp {
-		case "":
-			p.CatchUp = "one"
-		case "one", "none":
-		default:
-			return bad(key+".catch_up", "%q is not one or none", p.CatchUp)
-		}
-		if p.Name == "" {
-			p.Name = p.Queue + "/" + p.Kind + "/" + p.Cron
+		if err := app.ValidatePeriodic(p, parseSchedule); err != nil {
+			return fieldError(key, err)
 		}
 		if entries[p.Name] {
 			return bad(key+".name", "periodic name %q used twice", p.Name)
 		}
 		entries[p.Name] = true
-		if p.Priority < -1000 || p.Priority > 1000 {
-			return bad(key+".priority", "must be between -1000 and 1000")
-		}
-		if p.MaxAttempts < 0 || p.MaxAttempts > 1000 {
-			return bad(key+".max_attempts", "must be between 1 and 1000")
-		}
-		if p.Timeout < 0 {
-			return bad(key+".timeout", "must be positive")
-		}
-		for _, t := range p.Tags {
-			if err := app.ValidateKind(t); err != nil {
-				return bad(key+".tags", "tag %q: %v", t, err)
-			}
-		}
-		if len(p.Key) > app.MaxKeyLength || strings.ContainsRune(p.Key, 0) {
-			return bad(key+".key", "a key is at most %d bytes, without NUL bytes (this one is %d)", app.MaxKeyLength, len(p.Key))
-		}
-		b, err := json.Marshal(p.Payload)
-		if err != nil {
-			return bad(key+".payload", "cannot be JSON: %v", err)
-		}
-		p.PayloadJSON = b
 	}
 	return nil
+}
+
+// fieldError is app's *InvalidError err as a configError at key.field.
+func fieldError(key string, err error) error {
+	var ie *app.InvalidError
+	if errors.As(err, &ie) {
+		return &configError{Key: key + "." + ie.Field, Msg: ie.Message}
+	}
+	return &configError{Key: key, Msg: err.Error()}
 }
 
 func (c *config) validateWorkers() error {
@@ -500,45 +456,11 @@ func parseSchedule(spec string, loc *time.Location) (app.Schedule, error) {
 	return cron.ParseStandard(spec)
 }
 
-// validateQueue checks the policy of one queue (or [defaults]) at key.
+// validateQueue checks the policy of one queue (or [defaults]) at key,
+// with app.ValidateQueueConfig, which checks runtime settings too.
 func validateQueue(key string, q app.QueueConfig) error {
-	bad := func(field, format string, args ...any) error {
-		return &configError{Key: key + "." + field, Msg: fmt.Sprintf(format, args...)}
-	}
-	switch {
-	case q.MaxAttempts < 0 || q.MaxAttempts > 1000:
-		return bad("max_attempts", "%d is not between 1 and 1000", q.MaxAttempts)
-	case q.Timeout < 0 || q.Timeout.D() > app.MaxTimeout:
-		return bad("timeout", "must be between 1ms and %s", app.MaxTimeout)
-	case q.BackoffBase < 0:
-		return bad("backoff_base", "must be positive")
-	case q.BackoffMax < 0:
-		return bad("backoff_max", "must be positive")
-	case q.BackoffMax > 0 && q.BackoffBase > q.BackoffMax:
-		return bad("backoff_base", "is larger than backoff_max")
-	case q.Retention < 0:
-		return bad("retention", "must be positive")
-	case q.DLQRetention < 0:
-		return bad("dlq_retention", "must be positive")
-	case q.Concurrency < 0:
-		return bad("concurrency", "must be positive (0 means no limit)")
-	case q.Rate < 0:
-		return bad("rate", "must be positive (0 means no limit)")
-	case q.Burst < 0:
-		return bad("burst", "must be positive")
-	case q.MaxQueued < 0:
-		return bad("max_queued", "must be positive (0 means no limit)")
-	case q.LogKiB < 0 || q.LogKiB > 1024:
-		return bad("log_kib", "must be between 1 and 1024: the KiB of each attempt's log kept (default 64)")
-	case q.KeyConcurrency < 0:
-		return bad("key_concurrency", "must be positive: at most this many jobs of one key at once (0 means no limit; 1 runs a key's jobs one after another)")
-	case q.KeyRate.N < 0 || (q.KeyRate.N > 0 && q.KeyRate.Per <= 0):
-		return bad("key_rate", "give jobs per period, like \"10/1m\" (0 means no limit)")
-	}
-	switch q.Fairness {
-	case "", app.FairnessRoundRobin:
-	default:
-		return bad("fairness", "%q is not %q (hand out keys in turn) or \"\" (claim order, the default)", app.TruncateString(q.Fairness, 80), app.FairnessRoundRobin)
+	if err := app.ValidateQueueConfig(q); err != nil {
+		return fieldError(key, err)
 	}
 	return nil
 }
