@@ -57,6 +57,15 @@ type Job struct {
 	DeadLetter *DeadLetterInfo `json:"dead_letter,omitempty"`
 	// Events is filled only when asked for (GET /api/jobs/{id}?events=true).
 	Events []Event `json:"events,omitempty"`
+	// ProgressPercent (0-100), ProgressMessage and ProgressAt are what the current
+	// attempt last reported (see progress.go); nil and empty when it
+	// reported nothing.
+	ProgressPercent *int       `json:"progress,omitempty"`
+	ProgressMessage string     `json:"progress_message,omitempty"`
+	ProgressAt      *time.Time `json:"progress_at,omitempty"`
+	// reporter carries Progress and Log calls of a handler to the queue
+	// (SetReporter); nil outside a worker.
+	reporter Reporter
 }
 
 // AttemptError records one failed attempt.
@@ -323,10 +332,12 @@ func (j Job) MarshalJSON() ([]byte, error) {
 		UpdatedAt      string  `json:"updated_at"`
 		StartedAt      *string `json:"started_at"`
 		FinishedAt     *string `json:"finished_at"`
+		ProgressAt     *string `json:"progress_at,omitempty"`
 	}{
 		plain: plain(j), RunAt: FormatTime(j.RunAt), ExpiresAt: fmtPtr(j.ExpiresAt),
 		LeaseExpiresAt: fmtPtr(j.LeaseExpiresAt), CreatedAt: FormatTime(j.CreatedAt),
 		UpdatedAt: FormatTime(j.UpdatedAt), StartedAt: fmtPtr(j.StartedAt), FinishedAt: fmtPtr(j.FinishedAt),
+		ProgressAt: fmtPtr(j.ProgressAt),
 	}
 	fillJSONDefaults(&w.plain.Payload, &w.plain.Tags, &w.plain.Errors)
 	if w.plain.Result == nil {
@@ -425,6 +436,7 @@ func (j *Job) Clone() *Job {
 	c.ExpiresAt, c.LeaseExpiresAt = clonePtr(j.ExpiresAt), clonePtr(j.LeaseExpiresAt)
 	c.StartedAt, c.FinishedAt, c.ReplayedFrom = clonePtr(j.StartedAt), clonePtr(j.FinishedAt), clonePtr(j.ReplayedFrom)
 	c.Parents = slices.Clone(j.Parents)
+	c.ProgressPercent, c.ProgressAt = clonePtr(j.ProgressPercent), clonePtr(j.ProgressAt)
 	return &c
 }
 

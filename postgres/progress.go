@@ -1,0 +1,188 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/queuehq/queue/app"
+)
+
+// Progress and logs (issue 26): the SQL of the steps app.SetProgress and
+// app.AppendLog put in order, the read of a log, and the retention of logs
+// whose job is gone. A write reaches these steps after Tx.Processing
+// locked the job's row, so two appends to one attempt (from two nodes)
+// meet one after the other.
+
+// SetProgress implements app.Tx.
+func (w *wtx) SetProgress(j *app.Job, attempt, pct int, msg string) error {
+	var m *string
+	if msg != "" {
+		m = &msg
+	}
+	_, err := w.exec(`UPDATE jobs SET progress = $1, progress_message = $2, progress_at = $3, progress_attempt = $4 WHERE id = $5`,
+		pct, m, w.now, attempt, j.ID)
+	return err
+}
+
+// AppendLog implements app.Tx: the lines go in one INSERT (from arrays),
+// then the oldest lines beyond maxBytes are read in order until enough are
+// found and deleted in one statement.
+func (w *wtx) AppendLog(jobID int64, attempt int, lines []app.LogLine, maxBytes int) (app.LogAppended, error) {
+	res := app.LogAppended{Attempt: attempt}
+	var next, size int64
+	var truncated bool
+	err := w.queryRow(`SELECT next_seq, bytes, truncated FROM job_log_attempts WHERE job_id = $1 AND attempt = $2 FOR UPDATE`, jobID, attempt).
+		Scan(&next, &size, &truncated)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		next, size = 1, 0
+	case err != nil:
+		return res, err
+	}
+	ats := make([]time.Time, len(lines))
+	streams := make([]string, len(lines))
+	texts := make([]string, len(lines))
+	for i, l := range lines {
+		ats[i], streams[i], texts[i] = ms(l.At), l.Stream, l.Line
+		size += int64(app.LogSize(l.Line))
+	}
+	if _, err := w.exec(`INSERT INTO job_logs (job_id, attempt, seq, at, stream, line)
+		SELECT $1, $2, $3 + t.o - 1, t.a, t.s, t.l FROM unnest($4::timestamptz[], $5::text[], $6::text[]) WITH ORDINALITY AS t(a, s, l, o)`,
+		jobID, attempt, next, ats, streams, texts); err != nil {
+		return res, fmt.Errorf("insert log lines: %w", err)
+	}
+	res.Stored, res.LastSeq = len(lines), next+int64(len(lines))-1 // next-1 for none
+	next += int64(len(lines))
+	if size > int64(maxBytes) {
+		cut, dropped, err := w.logCut(jobID, attempt, size, int64(maxBytes))
+		if err != nil {
+			return res, err
+		}
+		if dropped > 0 {
+			if _, err := w.exec(`DELETE FROM job_logs WHERE job_id = $1 AND attempt = $2 AND seq <= $3`, jobID, attempt, cut.seq); err != nil {
+				return res, fmt.Errorf("drop old log lines: %w", err)
+			}
+			size, truncated, res.Dropped = size-cut.bytes, true, dropped
+		}
+	}
+	_, err = w.exec(`INSERT INTO job_log_attempts (job_id, attempt, next_seq, bytes, truncated, last_at) VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (job_id, attempt) DO UPDATE SET next_seq = excluded.next_seq, bytes = excluded.bytes,
+			truncated = excluded.truncated, last_at = excluded.last_at`, jobID, attempt, next, size, truncated, w.now)
+	return res, err
+}
+
+// logCutAt is where an attempt's log is cut: the last seq that goes, and
+// the bytes of the lines up to it.
+type logCutAt struct{ seq, bytes int64 }
+
+// logCut reads the attempt's oldest lines until dropping them leaves at
+// most limit of its size bytes, and says how many that is.
+func (w *wtx) logCut(jobID int64, attempt int, size, limit int64) (logCutAt, int, error) {
+	var cut logCutAt
+	rows, err := w.query(`SELECT seq, octet_length(line) + 1 FROM job_logs WHERE job_id = $1 AND attempt = $2 ORDER BY seq`, jobID, attempt)
+	if err != nil {
+		return cut, 0, err
+	}
+	defer rows.Close()
+	n := 0
+	for size-cut.bytes > limit && rows.Next() {
+		var seq, b int64
+		if err := rows.Scan(&seq, &b); err != nil {
+			return cut, 0, err
+		}
+		cut.seq, cut.bytes = seq, cut.bytes+b
+		n++
+	}
+	rows.Close()
+	return cut, n, rows.Err()
+}
+
+// JobLog implements app.LogStore, in one read transaction.
+func (s *Store) JobLog(ctx context.Context, id int64, attempt int, after int64, limit int) (*app.JobLog, error) {
+	out := &app.JobLog{JobID: id}
+	err := s.read(ctx, func(tx pgx.Tx) error {
+		out.Attempts, out.Lines, out.NextAfter = []int{}, []app.LogLine{}, 0
+		rows, err := tx.Query(ctx, `SELECT attempt, truncated FROM job_log_attempts WHERE job_id = $1 ORDER BY attempt`, id)
+		if err != nil {
+			return err
+		}
+		truncated := map[int]bool{}
+		for rows.Next() {
+			var a int
+			var t bool
+			if err := rows.Scan(&a, &t); err != nil {
+				rows.Close()
+				return err
+			}
+			out.Attempts, truncated[a] = append(out.Attempts, a), t
+		}
+		if rows.Close(); rows.Err() != nil {
+			return rows.Err()
+		}
+		if attempt == 0 && len(out.Attempts) > 0 {
+			attempt = out.Attempts[len(out.Attempts)-1]
+		}
+		out.Attempt, out.Truncated = attempt, truncated[attempt]
+		if attempt == 0 {
+			return nil
+		}
+		rows, err = tx.Query(ctx, `SELECT seq, at, stream, line FROM job_logs WHERE job_id = $1 AND attempt = $2 AND seq > $3
+			ORDER BY seq LIMIT $4`, id, attempt, after, limit+1)
+		lines, err := collect(rows, err, func(row pgx.Row) (l app.LogLine, err error) {
+			err = row.Scan(&l.Seq, &l.At, &l.Stream, &l.Line)
+			l.At = l.At.UTC()
+			return l, err
+		})
+		if err != nil {
+			return err
+		}
+		if len(lines) > limit {
+			lines = lines[:limit]
+			out.NextAfter = lines[limit-1].Seq
+		}
+		if lines != nil {
+			out.Lines = lines
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the log of job %d: %w", id, mapErr(err))
+	}
+	return out, nil
+}
+
+// deleteOldLogs deletes up to limit log lines of attempts whose last line
+// came before before and whose job is in neither table, and then those
+// attempts' rows once they have no lines left. It says how many lines went.
+func (s *Store) deleteOldLogs(ctx context.Context, req app.DeleteOldRequest) (int, error) {
+	var n int64
+	limit := min(max(req.Limit, 1), app.BulkBatch)
+	err := s.write(ctx, func(w *wtx) error {
+		tag, err := w.exec(`DELETE FROM job_logs WHERE (job_id, attempt, seq) IN (
+			SELECT l.job_id, l.attempt, l.seq FROM job_log_attempts a JOIN job_logs l ON l.job_id = a.job_id AND l.attempt = a.attempt
+			WHERE a.last_at < $1 AND NOT EXISTS (SELECT 1 FROM jobs WHERE id = a.job_id)
+				AND NOT EXISTS (SELECT 1 FROM dead_letter_jobs WHERE id = a.job_id)
+			LIMIT $2)`, ms(req.Before), limit)
+		if err != nil {
+			return err
+		}
+		n = tag.RowsAffected()
+		if _, err := w.exec(`DELETE FROM job_log_attempts WHERE (job_id, attempt) IN (
+			SELECT a.job_id, a.attempt FROM job_log_attempts a
+			WHERE a.last_at < $1 AND NOT EXISTS (SELECT 1 FROM jobs WHERE id = a.job_id)
+				AND NOT EXISTS (SELECT 1 FROM dead_letter_jobs WHERE id = a.job_id)
+				AND NOT EXISTS (SELECT 1 FROM job_logs l WHERE l.job_id = a.job_id AND l.attempt = a.attempt)
+			LIMIT $2)`, ms(req.Before), limit); err != nil {
+			return err
+		}
+		return w.Fault(app.FaultDelete, 0)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("delete old logs: %w", mapErr(err))
+	}
+	return int(n), nil
+}
