@@ -86,7 +86,7 @@ func Claim(ctx context.Context, w Writer, req ClaimRequest) ([]*Job, error) {
 
 // Claimed is what follows the take of jobs in a claim's transaction, also
 // PostgreSQL's one-statement claim: the jobs in claim order, the fault
-// point, job.started, the counts moved.
+// point, job.started, the counts moved, the pickup waits counted.
 func Claimed(tx Tx, jobs []*Job) error {
 	slices.SortFunc(jobs, ClaimOrder)
 	for _, j := range jobs {
@@ -95,6 +95,7 @@ func Claimed(tx Tx, jobs []*Job) error {
 		}
 		tx.Publish(EventStarted, j.ID, j.Queue, j.Kind, StartedData(j))
 		tx.Moved(j.Queue, StatusQueued, StatusProcessing, 1)
+		tx.Picked(j.Queue, PickupWait(j))
 		if j.Key != "" && tx.KeyLimits(j.Queue).RoundRobin {
 			tx.KeyChanged(j.Queue, j.Key) // its turn is over: the key's next job queues up
 		}

@@ -26,8 +26,22 @@ type CountKey struct {
 	Second int64
 }
 
-// CountVal is the attempts that ended in a CountKey's second.
-type CountVal struct{ Completed, Failed int64 }
+// CountVal is the attempts that ended in a CountKey's second, and the
+// jobs claimed in it with their waits from due to claim (see Picked).
+type CountVal struct {
+	Completed, Failed int64
+	Claimed           int64
+	WaitMS, WaitMaxMS int64 // the waits' sum and the longest, in milliseconds
+}
+
+// Add adds o to c: sums, and the longer of the two longest waits.
+func (c *CountVal) Add(o CountVal) {
+	c.Completed += o.Completed
+	c.Failed += o.Failed
+	c.Claimed += o.Claimed
+	c.WaitMS += o.WaitMS
+	c.WaitMaxMS = max(c.WaitMaxMS, o.WaitMaxMS)
+}
 
 // Reset readies e for a write at now, keeping what it allocated but
 // letting go of what it held.
@@ -47,7 +61,7 @@ func (e *Effects) Merge(o *Effects) {
 	e.Recorded = append(e.Recorded, o.Recorded...)
 	e.Woken = append(e.Woken, o.Woken...)
 	for k, v := range o.Counts {
-		e.count(k, v.Completed, v.Failed)
+		e.count(k).Add(*v)
 	}
 }
 
@@ -77,10 +91,18 @@ func (e *Effects) AttemptEnded(j *Job) {
 
 // Count adds completed and failed attempts to queue's throughput this second.
 func (e *Effects) Count(queue string, completed, failed int64) {
-	e.count(CountKey{queue, e.now.Unix()}, completed, failed)
+	e.count(CountKey{queue, e.now.Unix()}).Add(CountVal{Completed: completed, Failed: failed})
 }
 
-func (e *Effects) count(k CountKey, completed, failed int64) {
+// Picked counts a job of queue claimed this second after waiting wait
+// since it was due (see PickupWait), in the same upsert as the throughput.
+func (e *Effects) Picked(queue string, wait time.Duration) {
+	ms := max(wait.Milliseconds(), 0)
+	e.count(CountKey{queue, e.now.Unix()}).Add(CountVal{Claimed: 1, WaitMS: ms, WaitMaxMS: ms})
+}
+
+// count is the counter of k, made if needed.
+func (e *Effects) count(k CountKey) *CountVal {
 	if e.Counts == nil {
 		e.Counts = map[CountKey]*CountVal{}
 	}
@@ -89,8 +111,7 @@ func (e *Effects) count(k CountKey, completed, failed int64) {
 		c = &CountVal{}
 		e.Counts[k] = c
 	}
-	c.Completed += completed
-	c.Failed += failed
+	return c
 }
 
 // Wake wakes the claimers of queue after the commit.

@@ -274,10 +274,10 @@ func (w *wtx) SetRate(queue string, tokens float64) error {
 }
 
 // pipeClaim adds to p the claim of up to n jobs for req, planned for its
-// own arguments (see customPlans), and sets *out to the jobs it took, in
-// claim order.
+// own arguments (see customPlans), counting them for the charts (see
+// countPicked), and sets *out to the jobs it took, in claim order.
 func (w *wtx) pipeClaim(p *pipe, req app.ClaimRequest, n int, out *[]*app.Job) {
-	q, a := w.claimStatement(req, n, false)
+	q, a := w.countPicked(w.claimStatement(req, n, false))
 	p.exec(customPlans)
 	p.query(func(rows pgx.Rows) error {
 		jobs, err := scanJobs(rows, nil)

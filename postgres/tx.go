@@ -298,10 +298,12 @@ func (w *wtx) flush() error {
 	})
 	for _, k := range keys {
 		v := w.Counts[k]
-		b.Queue(`INSERT INTO throughput (queue, second, shard, completed, failed) VALUES ($1, $2, `+throughputShard+`, $3, $4)
+		b.Queue(`INSERT INTO throughput (queue, second, shard, completed, failed, claimed, wait_ms, wait_max_ms)
+			VALUES ($1, $2, `+throughputShard+`, $3, $4, $5, $6, $7)
 			ON CONFLICT (queue, second, shard) DO UPDATE SET completed = throughput.completed + excluded.completed,
-				failed = throughput.failed + excluded.failed`,
-			k.Queue, time.Unix(k.Second, 0).UTC(), v.Completed, v.Failed)
+				failed = throughput.failed + excluded.failed, claimed = throughput.claimed + excluded.claimed,
+				wait_ms = throughput.wait_ms + excluded.wait_ms, wait_max_ms = greatest(throughput.wait_max_ms, excluded.wait_max_ms)`,
+			k.Queue, time.Unix(k.Second, 0).UTC(), v.Completed, v.Failed, v.Claimed, v.WaitMS, v.WaitMaxMS)
 	}
 	if b.Len() == 0 {
 		return nil

@@ -379,7 +379,8 @@ func (b *batchTx) commit() bool {
 const joinFor = time.Millisecond
 
 // flush writes what the batch's requests collected: events (multi-row
-// inserts) and throughput counts (one upsert per queue and second).
+// inserts) and throughput counts (one upsert per queue and second: the
+// attempts ended and, for the charts, the jobs claimed and their waits).
 func (s *Store) flush(ctx context.Context, events []app.Event, counts map[app.CountKey]*app.CountVal) error {
 	const perInsert = 400
 	for len(events) > 0 {
@@ -411,12 +412,13 @@ func (s *Store) flush(ctx context.Context, events []app.Event, counts map[app.Co
 		events = events[n:]
 	}
 	for k, v := range counts {
-		st, err := s.stmt(ctx, `INSERT INTO throughput (queue, second, completed, failed) VALUES (?, ?, ?, ?)
-			ON CONFLICT (queue, second) DO UPDATE SET completed = completed + excluded.completed, failed = failed + excluded.failed`)
+		st, err := s.stmt(ctx, `INSERT INTO throughput (queue, second, completed, failed, claimed, wait_ms, wait_max_ms) VALUES (?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (queue, second) DO UPDATE SET completed = completed + excluded.completed, failed = failed + excluded.failed,
+				claimed = claimed + excluded.claimed, wait_ms = wait_ms + excluded.wait_ms, wait_max_ms = max(wait_max_ms, excluded.wait_max_ms)`)
 		if err != nil {
 			return err
 		}
-		if _, err := st.ExecContext(ctx, k.Queue, k.Second, v.Completed, v.Failed); err != nil {
+		if _, err := st.ExecContext(ctx, k.Queue, k.Second, v.Completed, v.Failed, v.Claimed, v.WaitMS, v.WaitMaxMS); err != nil {
 			return err
 		}
 	}
