@@ -232,6 +232,11 @@ func serve(c *cli.Context, b Build) error {
 	}
 	defer store.Close()
 
+	// Settings changed at runtime before the server answers (and the
+	// scheduler starts): they win over the file's (app.Config.Queue).
+	if err := svc.ReloadSettings(ctx); err != nil {
+		log.Warn().Err(err).Msg("runtime settings")
+	}
 	sched := &app.Scheduler{Service: svc}
 	if err := sched.Start(ctx); err != nil {
 		ln.Close()
@@ -245,11 +250,13 @@ func serve(c *cli.Context, b Build) error {
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	leader := leaderFunc(store)
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		leader(bg, log, func(lctx context.Context) { lead(lctx, cfg, svc, sched, log) })
 	}()
+	go func() { defer wg.Done(); svc.RunSettingsReload(bg, app.SettingsReloadEvery) }() // every node: changes made on others
+
 	pools, err := startWorkers(bg, svc, cfg, log)
 	if err != nil {
 		stopBG()
