@@ -71,7 +71,7 @@ func (f JobFilter) Conds(now time.Time) []Cond {
 	if !f.LeaseExpiredBefore.IsZero() {
 		c = append(c, Cond{"lease_expires_at", OpLt, f.LeaseExpiredBefore})
 	}
-	return c
+	return append(c, f.JobMatch.conds()...)
 }
 
 // Conds is f as conditions on dead-letter rows.
@@ -160,6 +160,11 @@ func (c Cond) holds(v any, field func(string) any) bool {
 		return false
 	case OpHas:
 		return slices.Contains(v.([]string), c.Value.(string))
+	case OpPayload, OpContains:
+		return c.holdsLive(v)
+	}
+	if v == nil { // a time the record lacks (finished_at): as SQL's NULL, no comparison holds
+		return false
 	}
 	cmp := compare(v, c.Value)
 	switch c.Op {

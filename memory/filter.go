@@ -66,6 +66,17 @@ func jobFields(j *app.Job) func(string) any {
 				return int64(0)
 			}
 			return *j.ReplayedFrom
+		case "created_at":
+			return j.CreatedAt
+		case "finished_at": // none: no bound holds (nil, as SQL's NULL)
+			if j.FinishedAt == nil {
+				return nil
+			}
+			return *j.FinishedAt
+		case "payload":
+			return j.Payload
+		case "errors":
+			return j.Errors
 		case "lease_expires_at": // none: never expires
 			if j.LeaseExpiresAt == nil {
 				return time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
