@@ -287,8 +287,8 @@ type LogRequest struct {
 }
 
 // AppendLog appends req.Lines to the log of the job's current attempt and
-// drops the attempt's oldest lines beyond its bound, in one transaction.
-// Lines of the append itself beyond the bound are dropped before it.
+// drops the attempt's oldest lines beyond its bound (its own oldest too,
+// see LogTail), in one transaction.
 func AppendLog(ctx context.Context, w Writer, req LogRequest) (*LogAppended, error) {
 	var res LogAppended
 	err := w.Write(ctx, func(tx Tx) error {
@@ -300,7 +300,7 @@ func AppendLog(ctx context.Context, w Writer, req LogRequest) (*LogAppended, err
 		if req.MaxBytes != nil {
 			limit = req.MaxBytes(j.Queue)
 		}
-		lines, cut := logTail(req.Lines, limit)
+		lines := req.Lines
 		now := tx.Now()
 		for i := range lines {
 			if lines[i].At.IsZero() {
@@ -314,7 +314,7 @@ func AppendLog(ctx context.Context, w Writer, req LogRequest) (*LogAppended, err
 		if err := tx.Fault(FaultLogAppend, j.ID); err != nil {
 			return err
 		}
-		res.Attempt, res.Dropped = j.Attempts, res.Dropped+cut
+		res.Attempt = j.Attempts
 		tx.Publish(EventLog, j.ID, j.Queue, j.Kind, eventData(map[string]any{
 			"attempt": j.Attempts, "lines": res.Stored, "last_seq": res.LastSeq}))
 		return nil
@@ -325,9 +325,11 @@ func AppendLog(ctx context.Context, w Writer, req LogRequest) (*LogAppended, err
 	return &res, nil
 }
 
-// logTail keeps the newest lines that fit in limit bytes (LogSize each)
-// and says how many older ones it left out.
-func logTail(lines []LogLine, limit int) ([]LogLine, int) {
+// LogTail is what an append of lines to a log bounded to limit bytes
+// stores: the newest lines that fit (LogSize each), after skip older ones
+// that would go at once. A store numbers the skipped lines too (they count
+// as dropped), so a log's first seq above 1 says it was cut.
+func LogTail(lines []LogLine, limit int) (kept []LogLine, skip int) {
 	size, i := 0, len(lines)
 	for i > 0 && size+LogSize(lines[i-1].Line) <= limit {
 		size += LogSize(lines[i-1].Line)

@@ -76,20 +76,25 @@ func (t *tx) AppendLog(jobID int64, attempt int, lines []app.LogLine, maxBytes i
 		l.next = 1
 	}
 	l.lines = slices.Clone(l.lines)
-	for _, line := range lines {
+	kept, skip := app.LogTail(lines, maxBytes) // older lines of the append itself go at once
+	l.next += int64(skip)
+	if skip > 0 {
+		l.truncated, res.Dropped = true, skip
+	}
+	for _, line := range kept {
 		line.Seq = l.next
 		l.next++
 		l.lines = append(l.lines, line)
 		l.bytes += app.LogSize(line.Line)
 	}
-	res.Stored, res.LastSeq = len(lines), l.next-1
+	res.Stored, res.LastSeq = len(kept), l.next-1
 	cut := 0
 	for l.bytes > maxBytes && cut < len(l.lines) {
 		l.bytes -= app.LogSize(l.lines[cut].Line)
 		cut++
 	}
 	if cut > 0 {
-		l.lines, l.truncated, res.Dropped = l.lines[cut:], true, cut
+		l.lines, l.truncated, res.Dropped = l.lines[cut:], true, res.Dropped+cut
 	}
 	l.last = t.now
 	put(t, t.s.lv().logs, k, l)

@@ -43,6 +43,11 @@ func (w *wtx) AppendLog(jobID int64, attempt int, lines []app.LogLine, maxBytes 
 	case err != nil:
 		return res, err
 	}
+	lines, skip := app.LogTail(lines, maxBytes) // older lines of the append itself go at once
+	next += int64(skip)
+	if skip > 0 {
+		truncated, res.Dropped = true, skip
+	}
 	ats := make([]time.Time, len(lines))
 	streams := make([]string, len(lines))
 	texts := make([]string, len(lines))
@@ -55,7 +60,7 @@ func (w *wtx) AppendLog(jobID int64, attempt int, lines []app.LogLine, maxBytes 
 		jobID, attempt, next, ats, streams, texts); err != nil {
 		return res, fmt.Errorf("insert log lines: %w", err)
 	}
-	res.Stored, res.LastSeq = len(lines), next+int64(len(lines))-1 // next-1 for none
+	res.Stored, res.LastSeq = len(lines), next+int64(len(lines))-1
 	next += int64(len(lines))
 	if size > int64(maxBytes) {
 		cut, dropped, err := w.logCut(jobID, attempt, size, int64(maxBytes))
@@ -66,7 +71,7 @@ func (w *wtx) AppendLog(jobID int64, attempt int, lines []app.LogLine, maxBytes 
 			if _, err := w.exec(`DELETE FROM job_logs WHERE job_id = $1 AND attempt = $2 AND seq <= $3`, jobID, attempt, cut.seq); err != nil {
 				return res, fmt.Errorf("drop old log lines: %w", err)
 			}
-			size, truncated, res.Dropped = size-cut.bytes, true, dropped
+			size, truncated, res.Dropped = size-cut.bytes, true, res.Dropped+dropped
 		}
 	}
 	_, err = w.exec(`INSERT INTO job_log_attempts (job_id, attempt, next_seq, bytes, truncated, last_at) VALUES ($1, $2, $3, $4, $5, $6)

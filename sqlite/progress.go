@@ -36,6 +36,11 @@ func (w *wtx) AppendLog(jobID int64, attempt int, lines []app.LogLine, maxBytes 
 	case err != nil:
 		return res, err
 	}
+	lines, skip := app.LogTail(lines, maxBytes) // older lines of the append itself go at once
+	next += int64(skip)
+	if skip > 0 {
+		truncated, res.Dropped = true, skip
+	}
 	rows := make([][3]any, len(lines))
 	for i, l := range lines {
 		rows[i] = [3]any{ms(l.At), l.Stream, l.Line}
@@ -49,7 +54,7 @@ func (w *wtx) AppendLog(jobID int64, attempt int, lines []app.LogLine, maxBytes 
 		SELECT ?, ?, ? + key, value ->> 0, value ->> 1, value ->> 2 FROM json_each(?)`, jobID, attempt, next, string(enc)); err != nil {
 		return res, fmt.Errorf("insert log lines: %w", err)
 	}
-	res.Stored, res.LastSeq = len(lines), next+int64(len(lines))-1 // next-1 for none
+	res.Stored, res.LastSeq = len(lines), next+int64(len(lines))-1
 	next += int64(len(lines))
 	if size > int64(maxBytes) {
 		cut, dropped, err := w.logCut(jobID, attempt, size, int64(maxBytes))
@@ -60,7 +65,7 @@ func (w *wtx) AppendLog(jobID int64, attempt int, lines []app.LogLine, maxBytes 
 			if _, err := w.exec(`DELETE FROM job_logs WHERE job_id = ? AND attempt = ? AND seq <= ?`, jobID, attempt, cut.seq); err != nil {
 				return res, fmt.Errorf("drop old log lines: %w", err)
 			}
-			size, truncated, res.Dropped = size-cut.bytes, true, dropped
+			size, truncated, res.Dropped = size-cut.bytes, true, res.Dropped+dropped
 		}
 	}
 	_, err = w.exec(`INSERT INTO job_log_attempts (job_id, attempt, next_seq, bytes, truncated, last_at) VALUES (?, ?, ?, ?, ?, ?)
