@@ -101,6 +101,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer, b Build) *cli.App {
 			dlqCommand(),
 			workflowCommand(),
 			queuesCommand(),
+			periodicCommand(),
 			statsCommand(),
 			auditCommand(),
 			workCommand(),
@@ -186,6 +187,8 @@ var takesArguments = map[string]bool{
 	"queue jobs show": true, "queue jobs cancel": true,
 	"queue dlq show": true, "queue dlq replay": true, "queue dlq purge": true, "queue dlq move": true,
 	"queue queues pause": true, "queue queues resume": true, "queue queues drain": true, "queue queues keys": true,
+	"queue queues settings": true, "queue queues set": true, "queue queues reset": true, "queue periodic update": true, // settings.go
+	"queue periodic delete": true, "queue periodic pause": true, "queue periodic resume": true, "queue periodic run": true,
 	"queue workflow submit": true, "queue workflow get": true, "queue workflow cancel": true,
 	"queue work": true, "queue backup": true, "queue config check": true, "queue completion": true,
 }

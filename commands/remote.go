@@ -383,13 +383,14 @@ func readPayload(c *cli.Context, p string) (json.RawMessage, error) {
 func jobsCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "jobs",
-		Usage:     "list, show and cancel jobs",
-		UsageText: "queue jobs list|show|cancel\n\nExamples:\n  queue jobs list --queue default --status queued\n  queue jobs show 42\n  queue jobs cancel 42",
+		Usage:     "list, show and cancel jobs; retry, reschedule and re-prioritise them in bulk",
+		UsageText: "queue jobs list|show|cancel|retry|reschedule|prioritize\n\nExamples:\n  queue jobs list --queue default --status queued\n  queue jobs list --payload customer=42\n  queue jobs show 42\n  queue jobs cancel 42\n  queue jobs retry --queue emails --error timeout",
 		Subcommands: []*cli.Command{
 			{
 				Name:  "list",
 				Usage: "list jobs, newest first",
-				UsageText: "queue jobs list [--queue Q] [--kind K] [--status S] [--tag T] [--key K] [--workflow ID] [--replayed-from ID] [--limit N]\n\n" +
+				UsageText: "queue jobs list [--queue Q] [--kind K] [--status S] [--tag T] [--key K] [--workflow ID] [--replayed-from ID] [--payload PATH=VALUE]...\n" +
+					"                [--error TEXT] [--created-after T] [--created-before T] [--run-after T] [--run-before T] [--finished-after T] [--finished-before T] [--limit N]\n\n" +
 					"Without --status it lists queued, processing, done and cancelled jobs; dead-lettered jobs live in the\n" +
 					"dead-letter queue: --status dead_letter (or `queue dlq list`) lists them. KEY shows a job's flow-control\n" +
 					"key, with \"(waiting)\" while the job is held back until its key has room.\n\n" +
@@ -402,7 +403,7 @@ func jobsCommand() *cli.Command {
 					&cli.StringFlag{Name: "key", Usage: "only the jobs of this flow-control key"},
 					&cli.IntFlag{Name: "limit", Value: 50}, &cli.StringFlag{Name: "cursor", Usage: "next_cursor of the previous page"},
 					jsonFlag(),
-				}),
+				}, liveFilterFlags()),
 				Action: jobsList,
 			},
 			{
@@ -412,22 +413,23 @@ func jobsCommand() *cli.Command {
 				Flags:     withFlags(serverFlags(), []cli.Flag{jsonFlag(), &cli.BoolFlag{Name: "events", Usage: "include the job's lifecycle events (submitted, started, retried, ...)"}}),
 				Action:    jobsShow,
 			},
-			{
-				Name:      "cancel",
-				Usage:     "cancel a queued job, or ask a running one to stop",
-				UsageText: "queue jobs cancel ID\n\nExample:\n  queue jobs cancel 42",
-				Flags:     withFlags(serverFlags(), []cli.Flag{jsonFlag()}),
-				Action:    jobsCancel,
-			},
+			liveCommand(app.LiveCancel), // jobs_live.go: an ID, or filters
+			liveCommand(app.LiveRetry),
+			liveCommand(app.LiveReschedule),
+			liveCommand(app.LivePrioritize),
 		},
 	}
 }
 
 // jobsList prints a page of jobs, newest first.
 func jobsList(c *cli.Context) error {
+	q, err := jobQuery(c)
+	if err != nil {
+		return err
+	}
 	page, err := newClient(c).List(c.Context, client.ListOptions{Queue: c.String("queue"), Kind: c.String("kind"),
 		Status: c.String("status"), Tag: c.String("tag"), Key: c.String("key"), Workflow: int64(c.Int("workflow")), ReplayedFrom: int64(c.Int("replayed-from")),
-		Limit: c.Int("limit"), Cursor: c.String("cursor")})
+		Query: q, Limit: c.Int("limit"), Cursor: c.String("cursor")})
 	if err != nil {
 		return remoteErr(c, err)
 	}
@@ -590,9 +592,9 @@ func queuesCommand() *cli.Command {
 		"Examples:\n  queue queues keys sync\n  queue queues keys sync --top 5 --json"
 	return &cli.Command{
 		Name:      "queues",
-		Usage:     "list, pause, resume and drain queues, and show their keys",
-		UsageText: "queue queues list|pause|resume|drain|keys\n\nExamples:\n  queue queues list\n  queue queues pause emails\n  queue queues keys sync",
-		Subcommands: []*cli.Command{
+		Usage:     "list, pause, resume and drain queues, show their keys, and show and change their settings",
+		UsageText: "queue queues list|pause|resume|drain|keys|settings|set|reset\n\nExamples:\n  queue queues list\n  queue queues pause emails\n  queue queues keys sync\n  queue queues set emails concurrency=3",
+		Subcommands: append([]*cli.Command{
 			{
 				Name:      "list",
 				Usage:     "list queues with their state and policy",
@@ -616,7 +618,7 @@ func queuesCommand() *cli.Command {
 			}),
 			drain,
 			keys,
-		},
+		}, queuesSettingsCommands()...), // settings.go
 	}
 }
 
