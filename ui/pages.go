@@ -107,6 +107,7 @@ func newPages(h *handler, e *echo.Echo) *pages {
 	p.workerPages(e, page, mw)
 	p.settingsPages(e, page, mw)
 	p.liveJobPages(e, page, mw)
+	p.chartPages(e, page, mw)
 	page("/login", p.loginForm)
 	e.POST("/login", p.login, mw...)
 	e.POST("/logout", p.logout, mw...)

@@ -29,6 +29,8 @@ type dashboardView struct {
 	// ChartQueue is the queue the chart shows (empty: all); ChartQueues the choices.
 	ChartQueue  string
 	ChartQueues []string
+	// ChartRange is the chart's range and its switch (pages_charts.go).
+	ChartRange rangeNav
 }
 
 // queueRow is one queue with its counts and state.
@@ -86,7 +88,9 @@ func (p *pages) dashboard(c echo.Context) error {
 		}
 		counts = mine
 	}
-	v.Chart = buildChart(counts, now)
+	if err := p.dashboardChart(c, &v, counts, now); err != nil {
+		return err
+	}
 	return p.render(c, http.StatusOK, "dashboard", v)
 }
 

@@ -295,6 +295,9 @@ type chart struct {
 	Peak           int64
 	Empty          bool
 	EmptyX, EmptyY int
+	// Label says what the chart shows (its <title>); EmptyText, what an
+	// empty one says.
+	Label, EmptyText string
 }
 
 type chartBar struct {
@@ -317,7 +320,8 @@ const chartMinutes = 60
 // buildChart lays out counts (any queues; summed per minute) for the
 // hour ending at now.
 func buildChart(counts []app.MinuteCount, now time.Time) chart {
-	c := chart{W: 960, H: 220, Left: 48, Right: 952, Top: 12, Bottom: 192}
+	c := chart{W: 960, H: 220, Left: 48, Right: 952, Top: 12, Bottom: 192,
+		Label: "Completed and failed jobs per minute, last hour", EmptyText: "No jobs finished in the last hour"}
 	end := now.UTC().Truncate(time.Minute)
 	first := end.Add(-(chartMinutes - 1) * time.Minute)
 	done := make([]int64, chartMinutes)
