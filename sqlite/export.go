@@ -35,8 +35,8 @@ var ExportTables = []string{"jobs", "dead_letter_jobs", "workflows", "workflow_s
 // positive, 1000). It reads one snapshot, so the copy is consistent. It
 // takes the server lock beside the file first and fails with *LockedError
 // while a server runs on the database: stop it, so nothing changes after
-// the copy. Throughput counters (kept two hours) and rate buckets are not
-// exported. An error from fn stops the export and is returned.
+// the copy. Throughput counters (kept two hours), the charts' rows and rate
+// buckets are not exported. An error from fn stops the export and is returned.
 func (s *Store) Export(ctx context.Context, size int, fn func(app.Rows) error) (ExportSummary, error) {
 	sum := ExportSummary{Rows: map[string]int64{}}
 	if size <= 0 {
