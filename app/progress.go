@@ -83,11 +83,12 @@ type LogLine struct {
 
 // MarshalJSON writes At like every other time of the API.
 func (l LogLine) MarshalJSON() ([]byte, error) {
-	type plain LogLine
 	return json.Marshal(struct {
-		plain
-		At string `json:"at"`
-	}{plain(l), FormatTime(l.At)})
+		Seq    int64  `json:"seq"`
+		At     string `json:"at"`
+		Stream string `json:"stream"`
+		Line   string `json:"line"`
+	}{l.Seq, FormatTime(l.At), l.Stream, l.Line})
 }
 
 // LogSize is what a line counts against its attempt's bound: its bytes and
