@@ -66,11 +66,13 @@ type Worker struct {
 	grace    time.Duration
 	pollWait time.Duration
 
-	mu      sync.Mutex
-	regs    []registration
-	err     error
-	pools   []*worker.Pool
-	started bool
+	mu       sync.Mutex
+	regs     []registration
+	err      error
+	pools    []*worker.Pool
+	started  bool
+	presence *worker.Presence // its place in the server's registry (registry.go of package worker)
+	told     chan struct{}    // closed when the registry said stop
 }
 
 type registration struct {
@@ -86,7 +88,8 @@ type WorkerOption func(*Worker)
 // WithLogger sends the worker's logs to log. By default they are dropped.
 func WithLogger(log zerolog.Logger) WorkerOption { return func(w *Worker) { w.log = log } }
 
-// WithWorkerID names the worker in the jobs it holds. By default host:pid.
+// WithWorkerID names the worker in the jobs it holds and in the server's
+// registry of workers. By default host:pid and a short random suffix.
 func WithWorkerID(id string) WorkerOption { return func(w *Worker) { w.workerID = id } }
 
 // WithGrace is how long Run lets running jobs finish once its ctx ends; by
@@ -173,6 +176,12 @@ func (w *Worker) Start(ctx context.Context) error {
 		return fmt.Errorf("worker: NewWorker's queue %q and WithQueues both name the queues: give NewWorker \"\" with WithQueues", w.queue)
 	}
 	w.started = true
+	w.told = make(chan struct{})
+	if reg, ok := w.backend.(worker.Registry); ok { // register (GET /api/workers lists it) and obey quiet and stop
+		if err := w.startPresence(ctx, reg); err != nil {
+			return err
+		}
+	}
 	ob, _ := w.backend.(onceBackend)
 	for _, r := range w.regs {
 		fn := r.fn
@@ -182,7 +191,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		}
 		p := &worker.Pool{
 			Backend: w.backend, Queue: queue, Queues: w.queues, Kinds: []string{r.kind}, Concurrency: r.concurrency,
-			Timeout: r.timeout, PollWait: w.pollWait, Log: w.log.With().Str("kind", r.kind).Logger(),
+			Timeout: r.timeout, PollWait: w.pollWait, Log: w.log.With().Str("kind", r.kind).Logger(), Presence: w.presence,
 			Handler: func(ctx context.Context, job *app.Job) (any, error) {
 				if ob != nil {
 					ctx = context.WithValue(ctx, onceCtxKey{}, ob)
@@ -190,12 +199,15 @@ func (w *Worker) Start(ctx context.Context) error {
 				return fn(ctx, job)
 			},
 		}
-		if w.workerID != "" {
+		if w.workerID != "" && w.presence == nil {
 			p.WorkerID = w.workerID + "/" + r.kind
 		}
 		if err := p.Start(ctx); err != nil {
 			stopAll(w.pools, 0)
 			w.pools = nil
+			if w.presence != nil {
+				w.presence.Stop()
+			}
 			return err
 		}
 		w.pools = append(w.pools, p)
@@ -208,9 +220,12 @@ func (w *Worker) Start(ctx context.Context) error {
 // without counting the attempt. It returns when every job is reported.
 func (w *Worker) Stop(grace time.Duration) {
 	w.mu.Lock()
-	pools := w.pools
+	pools, pres := w.pools, w.presence
 	w.mu.Unlock()
 	stopAll(pools, grace)
+	if pres != nil {
+		pres.Stop()
+	}
 }
 
 // Run starts the worker, works until ctx ends, then stops it with the
@@ -219,8 +234,40 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.Start(ctx); err != nil {
 		return err
 	}
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-w.told: // an operator stopped this worker (its jobs were given back)
+	}
 	w.Stop(w.grace)
+	return nil
+}
+
+// startPresence registers the worker in the server's registry as one
+// process: its queues, the kinds it handles and their concurrency in all.
+// Told to quiet, its pools claim nothing; told to stop, they stop at once
+// and give their running jobs back, and Run returns.
+func (w *Worker) startPresence(ctx context.Context, reg worker.Registry) error {
+	qs := w.queues
+	if qs == nil {
+		qs = &app.QueueChoice{Names: []string{w.queue}}
+	}
+	info := app.WorkerInput{ID: w.workerID, Queues: qs, Type: app.WorkerGo}
+	for _, r := range w.regs {
+		info.Kinds = append(info.Kinds, r.kind)
+		info.Concurrency += r.concurrency
+	}
+	told := w.told
+	w.presence = &worker.Presence{Registry: reg, Info: info, Log: w.log, OnStop: func() {
+		w.mu.Lock()
+		pools := w.pools
+		w.mu.Unlock()
+		stopAll(pools, 0)
+		close(told)
+	}}
+	if err := w.presence.Start(ctx); err != nil {
+		w.presence = nil
+		return fmt.Errorf("worker: %w", err)
+	}
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -55,7 +56,7 @@ func workCommand() *cli.Command {
 			&cli.StringFlag{Name: "dir", Usage: "working directory of the command (default: this one)", EnvVars: []string{"QUEUE_WORK_DIR"}},
 			&cli.StringSliceFlag{Name: "env", Usage: "KEY=VALUE set in the command's environment (repeatable)", EnvVars: []string{"QUEUE_WORK_ENV"}},
 			&cli.StringSliceFlag{Name: "pass-env", Usage: "NAME of a variable of this environment the command gets too, e.g. AWS_REGION (repeatable; not QUEUE_*)", EnvVars: []string{"QUEUE_WORK_PASS_ENV"}},
-			&cli.StringFlag{Name: "worker-id", Usage: "name shown on the jobs this worker holds (default: host:pid)", EnvVars: []string{"QUEUE_WORKER_ID"}},
+			&cli.StringFlag{Name: "worker-id", Usage: "name of this worker in the registry (`queue workers list`) and on the jobs it holds (default: host:pid-random)", EnvVars: []string{"QUEUE_WORKER_ID"}},
 			&cli.DurationFlag{Name: "poll-wait", Value: 30 * time.Second, Usage: "how long one claim waits for a job (long poll, at most 60s)", EnvVars: []string{"QUEUE_POLL_WAIT"}},
 			&cli.StringFlag{Name: "log-format", Usage: "console or json (default: console on a terminal, json otherwise)", EnvVars: []string{"QUEUE_LOG_FORMAT"}},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: []string{"QUEUE_LOG_LEVEL"}},
@@ -84,11 +85,23 @@ func work(c *cli.Context) error {
 	if err := reachServer(c, cl, log); err != nil {
 		return err
 	}
+	told := make(chan struct{})
+	pres, err := workPresence(c, cl, p, told, log)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	defer pres.Stop()
+	p.Presence = pres
 	if err := p.Start(c.Context); err != nil {
 		return usagef("%v", err)
 	}
-	<-c.Context.Done()
-	stopWork(c, p, log)
+	select {
+	case <-c.Context.Done():
+		stopWork(c, p, log)
+	case <-told: // `queue workers stop`: running jobs go back to the queue now
+		p.Stop(0)
+		log.Info().Msg("stopped by the operator; exiting")
+	}
 	return nil
 }
 
@@ -218,4 +231,28 @@ func stopWork(c *cli.Context, p *worker.Pool, log zerolog.Logger) {
 	}()
 	p.Stop(c.Duration("grace"))
 	close(stopped)
+}
+
+// workPresence starts the registration of work's pool p in the server's
+// registry of workers: `queue workers list` shows it, and `queue workers
+// quiet|stop` reach it at its next heartbeat or claim. told is closed when
+// the operator says stop.
+func workPresence(c *cli.Context, cl *client.Client, p *worker.Pool, told chan struct{}, log zerolog.Logger) (*worker.Presence, error) {
+	qs := p.Queues
+	if qs == nil {
+		qs = &app.QueueChoice{Names: []string{p.Queue}}
+	}
+	var once sync.Once
+	pres := &worker.Presence{
+		Registry: cl,
+		Info: app.WorkerInput{ID: p.WorkerID, Version: c.App.Version, Queues: qs, Kinds: p.Kinds,
+			Concurrency: p.Concurrency, Type: app.WorkerHTTP},
+		OnStop: func() { once.Do(func() { close(told) }) },
+		Log:    log,
+	}
+	if err := pres.Start(c.Context); err != nil {
+		return nil, fmt.Errorf("--worker-id: %w", err)
+	}
+	p.WorkerID = pres.ID()
+	return pres, nil
 }

@@ -42,13 +42,49 @@ func startWorkers(ctx context.Context, svc *app.Service, cfg *config, log zerolo
 			WorkerID:     fmt.Sprintf("%s:%d/builtin-%d", host, os.Getpid(), i),
 			Log:          log.With().Str("component", "worker").Int("worker", i).Logger(),
 		}
-		if err := p.Start(ctx); err != nil {
+		bw, err := startBuiltin(ctx, svc, p)
+		if err != nil {
 			stopWorkers(pools, 0, log)
 			return nil, fmt.Errorf("workers[%d]: %w", i, err)
 		}
-		pools = append(pools, p)
+		pools = append(pools, bw)
 	}
 	return pools, nil
+}
+
+// builtinWorker is a built-in worker's pool with its place in the
+// registry of workers.
+type builtinWorker struct {
+	pool *worker.Pool
+	pres *worker.Presence
+}
+
+// Stop stops the pool, then its heartbeats.
+func (b *builtinWorker) Stop(grace time.Duration) {
+	b.pool.Stop(grace)
+	b.pres.Stop()
+}
+
+// startBuiltin registers pool p (type builtin, under its WorkerID) and
+// starts it. Told to quiet, it claims nothing; told to stop, it stops at
+// once, giving its running jobs back; the server runs on.
+func startBuiltin(ctx context.Context, svc *app.Service, p *worker.Pool) (*builtinWorker, error) {
+	pres := &worker.Presence{
+		Registry: worker.LocalBackend(svc).(worker.Registry),
+		Info: app.WorkerInput{ID: p.WorkerID, Queues: &app.QueueChoice{Names: []string{p.Queue}},
+			Kinds: p.Kinds, Concurrency: max(p.Concurrency, 1), Type: app.WorkerBuiltin},
+		OnStop: func() { p.Stop(0) },
+		Log:    p.Log,
+	}
+	if err := pres.Start(ctx); err != nil {
+		return nil, err
+	}
+	p.Presence = pres
+	if err := p.Start(ctx); err != nil {
+		pres.Stop()
+		return nil, err
+	}
+	return &builtinWorker{pool: p, pres: pres}, nil
 }
 
 // stopWorkers stops every pool at once: they stop claiming, running jobs

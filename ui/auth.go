@@ -275,10 +275,15 @@ var routeRoles = map[string]Role{
 	"POST /api/jobs/:id/complete":   RoleWork,
 	"POST /api/jobs/:id/fail":       RoleWork,
 	"POST /api/jobs/:id/snooze":     RoleWork,
+	"POST /api/jobs/:id/progress":   RoleWork,
+	"POST /api/jobs/:id/log":        RoleWork,
 	"POST /api/jobs/:id/cancel":     RoleWork, // without a lease the handler asks for admin
 	"POST /api/once/:key":           RoleWork,
 	"POST /api/once/:key/done":      RoleWork,
 	"POST /logout":                  "",
+	// The worker registry (api_workers.go): workers register and heartbeat.
+	"POST /api/workers":               RoleWork,
+	"POST /api/workers/:id/heartbeat": RoleWork,
 	// Pages that only ask to confirm an admin action.
 	"GET /dlq/confirm":           RoleAdmin,
 	"HEAD /dlq/confirm":          RoleAdmin,
@@ -286,6 +291,8 @@ var routeRoles = map[string]Role{
 	"HEAD /queues/drain":         RoleAdmin,
 	"GET /workflows/:id/cancel":  RoleAdmin,
 	"HEAD /workflows/:id/cancel": RoleAdmin,
+	"GET /workers/confirm":       RoleAdmin,
+	"HEAD /workers/confirm":      RoleAdmin,
 }
 
 func routeRole(c echo.Context) Role {

@@ -108,8 +108,14 @@ type Pool struct {
 	AbandonAfter time.Duration
 	// PollWait is how long one claim waits for work. If zero, 30s (at most 60s).
 	PollWait time.Duration
-	// WorkerID names this worker in the jobs it holds. If empty, host:pid.
+	// WorkerID names this worker in the jobs it holds. If empty, the
+	// Presence's id, or host:pid.
 	WorkerID string
+	// Presence, if set, keeps the worker in the server's registry (a
+	// started Presence; see registry.go): the pool claims under its id,
+	// counts its runs, claims nothing while it says quiet and stops
+	// claiming when it says stop. Several pools may share one.
+	Presence *Presence
 	// Log receives the worker's logs.
 	Log zerolog.Logger
 
@@ -198,9 +204,15 @@ func (p *Pool) Start(ctx context.Context) error {
 	if p.AbandonAfter == 0 {
 		p.AbandonAfter = defaultAbandonAfter
 	}
+	if p.WorkerID == "" && p.Presence != nil {
+		p.WorkerID = p.Presence.ID()
+	}
 	if p.WorkerID == "" {
 		host, _ := os.Hostname()
 		p.WorkerID = fmt.Sprintf("%s:%d", host, os.Getpid())
+	}
+	if p.Presence != nil {
+		p.Handler = p.Presence.wrap(p.Handler)
 	}
 	p.started = true
 	if p.Queues != nil {
@@ -334,6 +346,9 @@ func (p *Pool) claimLoop() {
 	}
 	bo := retryDelay{}
 	for {
+		if p.Presence != nil && !p.Presence.await(p.claimCtx) {
+			return // told to stop (the Presence's OnStop stops the pool), or stopped
+		}
 		select { // one free slot, then any others free right now
 		case p.slots <- struct{}{}:
 		case <-p.claimCtx.Done():
@@ -404,7 +419,11 @@ func (p *Pool) claimLoop() {
 		bo.reset()
 		if len(jobs) == 0 && time.Since(began) < wait.D()/2 {
 			// An empty answer long before the wait: the server is shutting
-			// down or ignores waits. Don't spin.
+			// down, ignores waits, or holds this worker quiet (ask the
+			// registry now). Don't spin.
+			if p.Presence != nil {
+				p.Presence.Poke()
+			}
 			if !p.sleep(p.claimCtx, 250*time.Millisecond) {
 				return
 			}
