@@ -171,6 +171,16 @@ func (j *Job) Log(line string) error {
 	return j.reporter.Log(StreamLog, line, time.Now())
 }
 
+// LogStream adds line, written at at on stream (StreamStdout, StreamStderr
+// or StreamLog), to the log of the job's current attempt: how the command
+// worker logs a command's output. A handler's own lines go through Log.
+func (j *Job) LogStream(stream, line string, at time.Time) error {
+	if j.reporter == nil {
+		return ErrNoReporter
+	}
+	return j.reporter.Log(stream, line, at)
+}
+
 // Logf is Log with a format.
 func (j *Job) Logf(format string, args ...any) error {
 	return j.Log(fmt.Sprintf(format, args...))
