@@ -197,11 +197,11 @@ func testLiveFilterErrorText(e *env) {
 	}{
 		{"timeout", []int64{ids[0]}},
 		{"TimeOut After", []int64{ids[0]}},
-		{"50%", []int64{ids[1]}},           // a LIKE pattern would take "50x" too
-		{"d_k", []int64{ids[3]}},           // and "dxk"
-		{"%", []int64{ids[1]}},             // a plain character
-		{"_", []int64{ids[3]}},             //
-		{"byte", []int64{ids[5]}},          // past a NUL
+		{"50%", []int64{ids[1]}},  // a LIKE pattern would take "50x" too
+		{"d_k", []int64{ids[3]}},  // and "dxk"
+		{"%", []int64{ids[1]}},    // a plain character
+		{"_", []int64{ids[3]}},    //
+		{"byte", []int64{ids[5]}}, // past a NUL
 		{"nothing like it", []int64{}},
 	} {
 		got := e.liveIDs(app.JobFilter{Queue: "e"}, app.JobQuery{Error: c.text})

@@ -1,0 +1,83 @@
+package ui_test
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+	"github.com/rs/zerolog"
+
+	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/ui"
+)
+
+// TestBrowserLiveJobs drives chromium, with JavaScript on and off: the jobs
+// page filters by a payload field, and its bulk cancel goes through the
+// confirm page (count, sample, bound) to the cancelled jobs; a hostile
+// payload value stays text; nothing breaks the CSP.
+func TestBrowserLiveJobs(t *testing.T) {
+	browser := newBrowser(t)
+	for _, js := range []bool{true, false} {
+		name := map[bool]string{true: "JavaScript", false: "NoJavaScript"}[js]
+		t.Run(name, func(t *testing.T) {
+			svc, _ := newFlowService(t, false)
+			for _, p := range []string{`{"customer":42}`, `{"customer":"42"}`, `{"customer":7}`, `{"customer":"<img src=x>"}`} {
+				mustSubmit(t, svc, app.SubmitInput{Queue: "shop", Kind: "order", Payload: json.RawMessage(p)})
+			}
+			srv := httptest.NewServer(ui.New(ui.Options{Service: svc, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)}))
+			t.Cleanup(srv.Close)
+			tb := newTab(t, browser, srv.URL, js)
+			if js {
+				if _, err := chromedp.Call(tb.ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: cspWatch}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tb.open("/jobs")
+			tb.setValue(`input[name="payload"]`, "customer=42")
+			tb.submit(`form.filters button[type="submit"]`)
+			if n := tb.count("table.table tbody tr"); n != 2 {
+				t.Fatalf("filtered by payload.customer=42: %d rows, want 2 (42 and \"42\")", n)
+			}
+			tb.submit(`.bulk-bar a[href^="/jobs/confirm?op=cancel"]`)
+			tb.wantText("h1", "Cancel 2 jobs?")
+			tb.wantText(".confirm", "payload.customer = 42", "counted here")
+			if n := tb.count(".confirm table tbody tr"); n != 2 {
+				t.Fatalf("confirm page sample: %d rows, want 2", n)
+			}
+			tb.submit(`.confirm button[type="submit"]`)
+			tb.wantText("body", "Cancelled 2 jobs.")
+			cancelled, err := svc.List(t.Context(), app.ListInput{Status: "cancelled"})
+			if err != nil || len(cancelled.Jobs) != 2 {
+				t.Fatalf("cancelled jobs: %v %v, want 2", cancelled, err)
+			}
+			for _, j := range cancelled.Jobs {
+				if !strings.Contains(string(j.Payload), "42") {
+					t.Errorf("job %d (%s) was cancelled", j.ID, j.Payload)
+				}
+			}
+			audit, _ := svc.Audit(t.Context(), app.AuditFilter{Action: "jobs.cancel"})
+			if len(audit) != 1 || audit[0].Count != 2 {
+				t.Errorf("audit: %+v, want one jobs.cancel of 2", audit)
+			}
+			// A hostile value is shown as typed, never as markup.
+			tb.open("/jobs?payload=" + "customer%3D%3Cimg+src%3Dx%3E")
+			if n := tb.count("table.table tbody tr"); n != 1 || tb.count("img") != 0 {
+				t.Errorf("hostile payload filter: %d rows, %d img", n, tb.count("img"))
+			}
+			if js {
+				ctx, cancel := tb.timeout()
+				defer cancel()
+				v, err := chromedp.Run(ctx, chromedp.Evaluate[[]string]("window.__csp || []"))
+				if err != nil || len(v) > 0 {
+					t.Errorf("Content-Security-Policy violations: %v %v", v, err)
+				}
+			}
+			for _, p := range tb.problems() {
+				t.Errorf("%s", p)
+			}
+		})
+	}
+}
