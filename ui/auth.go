@@ -287,6 +287,8 @@ var routeRoles = map[string]Role{
 	// Pages that only ask to confirm an admin action.
 	"GET /dlq/confirm":           RoleAdmin,
 	"HEAD /dlq/confirm":          RoleAdmin,
+	"GET /jobs/confirm":          RoleAdmin,
+	"HEAD /jobs/confirm":         RoleAdmin,
 	"GET /queues/drain":          RoleAdmin,
 	"HEAD /queues/drain":         RoleAdmin,
 	"GET /workflows/:id/cancel":  RoleAdmin,
