@@ -123,7 +123,7 @@ func TestWorkerRegistryAPI(t *testing.T) {
 
 	// A quiet worker's claim hands out nothing and says quiet; an
 	// unregistered worker's claim has no command.
-	s.submit(`{"queue":"a","kind":"k"}`)
+	s.post("/api/jobs", `{"queue":"a","kind":"k"}`, as(boss)...)
 	a = s.post("/api/queues/a/claim", `{"worker_id":"`+idA+`","limit":1}`, as(workA)...)
 	if m := a.json(t); a.status != http.StatusOK || len(m["jobs"].([]any)) != 0 || m["command"] != "quiet" {
 		t.Fatalf("claim of a quiet worker: %d %s", a.status, a.body)
@@ -136,7 +136,7 @@ func TestWorkerRegistryAPI(t *testing.T) {
 	if m := a.json(t); len(m["jobs"].([]any)) != 1 || m["command"] != "run" {
 		t.Fatalf("claim of a running worker: %s", a.body)
 	}
-	s.submit(`{"queue":"a","kind":"k"}`)
+	s.post("/api/jobs", `{"queue":"a","kind":"k"}`, as(boss)...)
 	a = s.post("/api/queues/a/claim", `{"worker_id":"anonymous","limit":1}`, as(work)...)
 	if m := a.json(t); len(m["jobs"].([]any)) != 1 || m["command"] != nil {
 		t.Fatalf("claim of an unregistered worker: %s", a.body)
