@@ -58,17 +58,17 @@ func TestBrowserSettings(t *testing.T) {
 			if got := env.svc.Config.Queue("emails").Concurrency; got != 3 {
 				t.Fatalf("concurrency in effect after the form: %d, want 3", got)
 			}
-			tb.setValue(`input[name="concurrency"]`, "")
+			tb.setValue(`input[name="concurrency"]`, " ") // blank: unset (SetValue cannot set "")
 			tb.submit(`#settings-form button[type="submit"]`)
 			tb.wantText(`[data-setting="concurrency"]`, "20")
 
 			tb.open("/")
 			tb.submit(`nav a[href="/periodic"]`)
 			tb.wantText("h1", "Periodic jobs")
-			tb.setValue(`input[name="name"]`, "cleanup")
-			tb.setValue(`input[name="cron"]`, "@every 10m")
-			tb.setValue(`input[name="kind"]`, "cleanup")
-			tb.setValue(`input[name="queue"]`, "maint")
+			tb.setValue(`#periodic-form input[name="name"]`, "cleanup")
+			tb.setValue(`#periodic-form input[name="cron"]`, "@every 10m")
+			tb.setValue(`#periodic-form input[name="kind"]`, "cleanup")
+			tb.setValue(`#periodic-form input[name="queue"]`, "maint")
 			tb.submit(`#periodic-form button[type="submit"]`)
 			tb.wantText(".flash", "Periodic job cleanup created")
 			tb.wantText("#live-periodic", "cleanup", "@every 10m", "maint")
@@ -81,7 +81,7 @@ func TestBrowserSettings(t *testing.T) {
 				t.Fatalf("after pause: %d resume buttons, want 1", n)
 			}
 			tb.submit(`a[aria-label="Edit cleanup"]`)
-			tb.setValue(`input[name="cron"]`, "@every 30m")
+			tb.setValue(`#periodic-form input[name="cron"]`, "@every 30m")
 			tb.submit(`#periodic-form button[type="submit"]`)
 			tb.wantText("#live-periodic", "@every 30m")
 			tb.submit(`button[aria-label="Delete cleanup"]`)
