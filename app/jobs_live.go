@@ -247,14 +247,14 @@ var payloadKey = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 func ParsePayloadPath(param, path string) ([]string, error) {
 	steps := strings.Split(path, ".")
 	if len(steps) > MaxPayloadDepth {
-		return nil, Invalid(param, "%s: a payload path takes at most %d steps", clip(param), MaxPayloadDepth)
+		return nil, Invalid(param, "a payload path takes at most %d steps", MaxPayloadDepth)
 	}
 	for _, s := range steps {
 		if !payloadKey.MatchString(s) {
-			return nil, Invalid(param, "%s: each step of a payload path is an object key of A-Z, a-z, 0-9, _ and - or an array index (payload.address.city, payload.items.0.sku)", clip(param))
+			return nil, Invalid(param, "each step of a payload path is an object key of A-Z, a-z, 0-9, _ and - or an array index (payload.address.city, payload.items.0.sku)")
 		}
 		if isIndex(s) && (len(s) > 9 || (len(s) > 1 && s[0] == '0')) {
-			return nil, Invalid(param, "%s: array index %q is not a plain number below a billion", clip(param), s)
+			return nil, Invalid(param, "array index %q is not a plain number below a billion", s)
 		}
 	}
 	return steps, nil
@@ -467,7 +467,7 @@ func (p *PayloadValues) UnmarshalJSON(b []byte) error {
 			}
 			out[path] = s
 		case len(v) > 0 && (v[0] == '{' || v[0] == '['):
-			return Invalid(PayloadParam+path, "payload.%s: a value is a string, number, true, false or null, not an object or array", clip(path))
+			return Invalid(PayloadParam+path, "a payload value is a string, number, true, false or null, not an object or array")
 		default:
 			out[path] = string(v)
 		}
