@@ -84,11 +84,6 @@ func (m JobMatch) IsZero() bool {
 		m.RunAfter.IsZero() && m.RunBefore.IsZero() && m.FinishedAfter.IsZero() && m.FinishedBefore.IsZero()
 }
 
-// selects reports whether m picks jobs by what they are (a payload field,
-// an error text), which a bulk action counts as a real filter; time ranges
-// only narrow, as a status does (the DLQ's guard: reason and age narrow).
-func (m JobMatch) selects() bool { return len(m.Payload) > 0 || m.Error != "" }
-
 // conds is m as conditions on jobs.
 func (m JobMatch) conds() []Cond {
 	var c []Cond
