@@ -22,6 +22,12 @@ type settingsNode struct {
 }
 
 func startSettingsNodes(t *testing.T) (a, b *settingsNode) {
+	return startSettingsNodesWith(t, true)
+}
+
+// startSettingsNodesWith is startSettingsNodes; without reloadA node A
+// never reloads its settings (it sees only its own changes), and it leads.
+func startSettingsNodesWith(t *testing.T, reloadA bool) (a, b *settingsNode) {
 	sa, sb := twoNodes(t, app.StoreOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -38,9 +44,23 @@ func startSettingsNodes(t *testing.T) (a, b *settingsNode) {
 		if err := sched.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
-		wg.Add(2)
-		go func() { defer wg.Done(); svc.RunSettingsReload(ctx, app.SettingsReloadEvery) }()
-		go func() { defer wg.Done(); s.Lead(ctx, log, sched.Run) }()
+		leading := make(chan struct{})
+		wg.Add(1)
+		if name == "b" || reloadA {
+			wg.Add(1)
+			go func() { defer wg.Done(); svc.RunSettingsReload(ctx, app.SettingsReloadEvery) }()
+		}
+		go func() {
+			defer wg.Done()
+			s.Lead(ctx, log, func(ctx context.Context) { close(leading); sched.Run(ctx) })
+		}()
+		if name == "a" && !reloadA {
+			select {
+			case <-leading:
+			case <-time.After(10 * time.Second):
+				t.Fatal("node A does not lead")
+			}
+		}
 		return &settingsNode{store: s, svc: svc}
 	}
 	return start(sa, "a"), start(sb, "b")
@@ -151,5 +171,47 @@ func TestPeriodicAcrossTwoNodes(t *testing.T) {
 	audit, err := a.store.ListAudit(ctx, app.AuditFilter{Limit: 10})
 	if err != nil || len(audit) != 4 || audit[0].Action != "periodic.resume" || audit[3].Action != "periodic.create" {
 		t.Fatalf("audit: %+v %v", audit, err)
+	}
+}
+
+// A pause on node B stops the fires of the leading node A at once, even
+// before A reloads its settings (here it never does): each fire reads the
+// entry's stored state in its own transaction.
+func TestPeriodicPauseHoldsBeforeReload(t *testing.T) {
+	a, b := startSettingsNodesWith(t, false)
+	ctx := t.Context()
+	count := func() int {
+		n, err := a.store.CountJobs(ctx, app.JobFilter{Queue: "cron"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if _, err := a.svc.CreatePeriodic(ctx, app.PeriodicInput{Name: "tick", Cron: "@every 1s", Queue: "cron", Kind: "tick"}, "tester"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "two fires on node A", func() bool { return count() >= 2 })
+	if err := b.svc.ReloadSettings(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.svc.SetPeriodicPaused(ctx, "tick", true, "tester"); err != nil {
+		t.Fatal(err)
+	}
+	paused := count()
+	time.Sleep(3 * time.Second)
+	if now := count(); now != paused {
+		t.Fatalf("node A fired a paused entry it had not reloaded: %d jobs at the pause, %d 3s later", paused, now)
+	}
+	if _, err := b.svc.SetPeriodicPaused(ctx, "tick", false, "tester"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 3*time.Second, "a fire after resume", func() bool { return count() > paused })
+	if err := b.svc.DeletePeriodic(ctx, "tick", "tester"); err != nil {
+		t.Fatal(err)
+	}
+	deleted := count()
+	time.Sleep(2500 * time.Millisecond)
+	if now := count(); now != deleted {
+		t.Fatalf("node A fired an entry deleted on node B: %d jobs at the delete, %d later", deleted, now)
 	}
 }
