@@ -58,8 +58,66 @@
     });
   }
 
+  // The job page of a running attempt (#job-live with data-log-follow):
+  // follows its log over Server-Sent Events (GET /api/jobs/{id}/log?follow=true,
+  // the page's session cookie is enough) and appends each line, and reads
+  // the job each second to move the progress bar, until the attempt ends.
+  // Lines are set as text, never as HTML.
+  function jobLive() {
+    var box = document.getElementById("job-live");
+    var follow = box && box.getAttribute("data-log-follow");
+    if (!follow || !window.EventSource || !window.fetch) return;
+    var jobURL = box.getAttribute("data-job-url");
+    var table = document.getElementById("job-log");
+    var body = table.querySelector("tbody");
+    var bar = document.getElementById("job-progress");
+    var text = document.getElementById("job-progress-text");
+    var status = document.getElementById("job-live-status");
+    var es = new EventSource(follow);
+    var timer = 0;
+    function cell(row, cls, value) {
+      var td = document.createElement("td");
+      td.className = cls;
+      td.textContent = value;
+      row.appendChild(td);
+    }
+    es.addEventListener("job.log", function (e) {
+      var d = JSON.parse(e.data);
+      var row = document.createElement("tr");
+      row.className = "log-" + d.stream;
+      cell(row, "nowrap mono log-at", (d.at || "").substring(11, 23));
+      cell(row, "log-stream", d.stream);
+      cell(row, "log-line mono", d.line);
+      body.appendChild(row);
+      table.hidden = false;
+    });
+    function progress() {
+      fetch(jobURL, { credentials: "same-origin", headers: { "Accept": "application/json" } })
+        .then(function (r) { return r.ok ? r.json() : null; })
+        .then(function (j) {
+          if (!j) return;
+          if (typeof j.progress === "number") {
+            bar.value = j.progress;
+            bar.textContent = j.progress + "%";
+            text.textContent = j.progress + "%" + (j.progress_message ? " · " + j.progress_message : "");
+          }
+          if (j.status !== "processing") window.clearInterval(timer);
+        })
+        .catch(function () {});
+    }
+    timer = window.setInterval(progress, 1000);
+    es.addEventListener("end", function (e) {
+      es.close();
+      window.clearInterval(timer);
+      progress();
+      var d = JSON.parse(e.data);
+      if (status) status.textContent = "Attempt " + d.attempt + " is over (" + d.status + "); reload for the whole page.";
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     liveRefresh();
     selectAll();
+    jobLive();
   });
 })();
