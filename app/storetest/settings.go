@@ -20,6 +20,7 @@ func init() {
 	extraCases["SettingsInvalidChangesNothing"] = testSettingsInvalidChangesNothing
 	extraCases["SettingsConcurrencyOnNextClaim"] = testSettingsConcurrencyOnNextClaim
 	extraCases["SettingsKeyLimitReleasesHeld"] = testSettingsKeyLimitReleasesHeld
+	extraCases["SettingsRetentionAppliesToSweep"] = testSettingsRetentionAppliesToSweep
 	extraCases["PeriodicCreateUpdateDeletePause"] = testPeriodicCreateUpdateDeletePause
 	extraCases["PeriodicSchedulerFollowsChanges"] = testPeriodicSchedulerFollowsChanges
 	extraCases["FaultInsideSettingsWriteChangesNothing"] = testFaultInsideSettingsWriteChangesNothing
@@ -493,5 +494,40 @@ func testFaultInsideSettingsWriteChangesNothing(e *env) {
 	}
 	if svc.Config.Queue("q").Rate != 2 {
 		e.t.Fatalf("a failed change took effect: rate %v", svc.Config.Queue("q").Rate)
+	}
+}
+
+// A retention set at runtime for a queue the config file does not name is
+// the one the retention pass applies; a settings.changed event tells.
+func testSettingsRetentionAppliesToSweep(e *env) {
+	svc := e.settingsService(nil)
+	sub := e.bus.Subscribe(16, func(ev *app.Event) bool { return ev.Type == app.EventSettingsChanged })
+	defer sub.Close()
+	if _, err := svc.PatchQueueSettings(e.ctx, "short", raw(`{"retention": "1h"}`), "t"); err != nil {
+		e.t.Fatal(err)
+	}
+	select {
+	case ev := <-sub.C:
+		if ev.Queue != "short" || !strings.Contains(string(ev.Data), `"retention"`) {
+			e.t.Fatalf("settings.changed: %+v %s", ev, ev.Data)
+		}
+	case <-time.After(5 * time.Second):
+		e.t.Fatal("no settings.changed event")
+	}
+	for _, q := range []string{"short", "other"} {
+		e.submitOne(q, "k")
+		j := e.claimOne(q)
+		if errs, err := e.s.Complete(e.ctx, []app.Completion{{ID: j.ID, Lease: j.Lease}}); err != nil || errs[0] != nil {
+			e.t.Fatalf("complete: %v %v", err, errs)
+		}
+	}
+	e.clock.Advance(2 * time.Hour)
+	if _, err := (&app.Maintainer{Service: svc}).Sweep(e.ctx); err != nil {
+		e.t.Fatal(err)
+	}
+	for q, want := range map[string]int{"short": 0, "other": 1} {
+		if n, _ := e.s.CountJobs(e.ctx, app.JobFilter{Queue: q}); n != want {
+			e.t.Errorf("queue %s after 2h and a sweep: %d jobs, want %d (runtime retention 1h on short only)", q, n, want)
+		}
 	}
 }
