@@ -70,6 +70,7 @@ type reporter struct {
 	started  bool
 	closed   bool
 	lost     bool // the lease is gone: nothing more is sent
+	warned   bool // a failed send was logged (once until one succeeds)
 	kick     chan struct{}
 	stop     chan struct{}
 	done     chan struct{}
@@ -182,15 +183,17 @@ func (r *reporter) send() {
 // failed logs a failed report (a lost lease stops the reports: the
 // heartbeat stops the run) and says whether to stop sending this round.
 func (r *reporter) failed(what string, err error) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	switch {
 	case err == nil:
+		r.warned = false
 		return false
 	case errors.Is(err, app.ErrLeaseLost), errors.Is(err, app.ErrNotFound):
-		r.mu.Lock()
 		r.lost = true
-		r.mu.Unlock()
-	case r.p.ioCtx.Err() == nil:
-		r.log.get().Warn().Err(err).Msg(what + " failed; they are dropped (the job runs on)")
+	case r.p.ioCtx.Err() == nil && !r.warned:
+		r.warned = true
+		r.log.get().Warn().Err(err).Msg(what + " failed; what waited is dropped (the job runs on; this is logged once until a send works)")
 	}
 	return true
 }
