@@ -207,7 +207,7 @@ type periodicView struct {
 // periodicForm is the create/edit form's fields, as text.
 type periodicForm struct {
 	Name, Cron, Timezone, Queue, Kind, Payload, Priority, MaxAttempts, Timeout, Tags, Key, CatchUp string
-	SkipIfPending                                                                                   bool
+	SkipIfPending                                                                                  bool
 }
 
 func formOf(st *app.PeriodicStatus) periodicForm {
