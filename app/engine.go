@@ -351,16 +351,8 @@ func Cancel(ctx context.Context, w Writer, req CancelRequest) (*Job, error) {
 				j.CancelReason = reason
 			}
 			job, err = finishCancel(tx, j)
-		case j.Status == StatusQueued:
-			j.CancelReason = reason
-			job, err = finishCancel(tx, j)
-		case j.Status == StatusProcessing:
-			if job, err = tx.RequestCancel(j, reason); err == nil {
-				err = tx.Fault(FaultCancel, req.ID)
-			}
-			if err == nil && !j.CancelRequested {
-				tx.Event(EventCancelRequest, j.ID, j.Queue, j.Kind, nil)
-			}
+		case j.Status == StatusQueued || j.Status == StatusProcessing:
+			job, err = cancelLive(tx, j, reason)
 		default:
 			return fmt.Errorf("job %d is %s: %w", req.ID, j.Status, ErrIllegalTransition)
 		}
@@ -371,6 +363,28 @@ func Cancel(ctx context.Context, w Writer, req CancelRequest) (*Job, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cancel job %d: %w", req.ID, err)
+	}
+	return job, nil
+}
+
+// cancelLive cancels queued job j with reason, or asks the worker of
+// processing job j to stop (its cancel is finished when the worker
+// acknowledges, or its lease expires): POST /api/jobs/{id}/cancel's rule,
+// and the bulk cancel's (jobs_live_bulk.go).
+func cancelLive(tx Tx, j *Job, reason string) (*Job, error) {
+	if j.Status == StatusQueued {
+		j.CancelReason = reason
+		return finishCancel(tx, j)
+	}
+	job, err := tx.RequestCancel(j, reason)
+	if err == nil {
+		err = tx.Fault(FaultCancel, j.ID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !j.CancelRequested {
+		tx.Event(EventCancelRequest, j.ID, j.Queue, j.Kind, nil)
 	}
 	return job, nil
 }
@@ -633,6 +647,9 @@ func FirePeriodic(ctx context.Context, w Writer, fire PeriodicFire) (*Job, bool,
 	var job *Job
 	err := w.Write(ctx, func(tx Tx) error {
 		job = nil
+		if paused, err := firePaused(tx, fire); err != nil || paused {
+			return err // paused or deleted on some node since this one looked
+		}
 		first, err := tx.RecordFire(fire.Entry, fire.FireAt)
 		if err != nil || !first {
 			return err

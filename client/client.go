@@ -263,13 +263,15 @@ type ListOptions struct {
 	// ReplayedFrom lists the jobs replayed from a dead-letter row; Workflow
 	// the jobs of a workflow's released steps (0: no filter).
 	ReplayedFrom, Workflow int64
-	Limit                  int
-	Cursor                 string
-	Asc                    bool
+	// Query filters by payload fields, error text and time ranges.
+	Query  app.JobQuery
+	Limit  int
+	Cursor string
+	Asc    bool
 }
 
 func (o ListOptions) values() url.Values {
-	q := url.Values{}
+	q := o.Query.Values()
 	for k, v := range map[string]string{"queue": o.Queue, "kind": o.Kind, "status": o.Status, "tag": o.Tag, "key": o.Key, "cursor": o.Cursor} {
 		if v != "" {
 			q.Set(k, v)

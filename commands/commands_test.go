@@ -54,7 +54,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"jobs", "list", "--server", "127.0.0.1:1"}, 1, "is `queue serve` running at http://127.0.0.1:1?"},
 		{[]string{"jobs", "list", "--server", "ftp://x"}, 2, `--server "ftp://x" is not a server address`},
 		// Unknown subcommands and extra arguments: exit 2 with the list or the fix.
-		{[]string{"jobs", "get", "1"}, 2, "unknown command \"get\" for `queue jobs`; its commands are: list, show, cancel ("},
+		{[]string{"jobs", "get", "1"}, 2, "unknown command \"get\" for `queue jobs`; its commands are: list, show, cancel"},
 		{[]string{"config", "frob"}, 2, "its commands are: check ("},
 		{[]string{"config"}, 2, "`queue config` needs one of its commands: check"},
 		{[]string{"nope"}, 2, "the commands are: serve, submit, jobs"},
