@@ -67,15 +67,16 @@ func (b *builtinWorker) Stop(grace time.Duration) {
 
 // startBuiltin registers pool p (type builtin, under its WorkerID) and
 // starts it. Told to quiet, it claims nothing; told to stop, it stops at
-// once, giving its running jobs back; the server runs on.
+// once, giving its running jobs back, and its heartbeats end; the server
+// runs on.
 func startBuiltin(ctx context.Context, svc *app.Service, p *worker.Pool) (*builtinWorker, error) {
 	pres := &worker.Presence{
 		Registry: worker.LocalBackend(svc).(worker.Registry),
 		Info: app.WorkerInput{ID: p.WorkerID, Queues: &app.QueueChoice{Names: []string{p.Queue}},
 			Kinds: p.Kinds, Concurrency: max(p.Concurrency, 1), Type: app.WorkerBuiltin},
-		OnStop: func() { p.Stop(0) },
-		Log:    p.Log,
+		Log: p.Log,
 	}
+	pres.OnStop = func() { p.Stop(0); pres.Stop() } // stopped for good: it shows gone, then ages out
 	if err := pres.Start(ctx); err != nil {
 		return nil, err
 	}

@@ -60,12 +60,14 @@ type Presence struct {
 	stopOnce sync.Once
 
 	inFlight, succeeded, failed atomic.Int64
+	registered                  atomic.Bool // the server has the worker's row
 }
 
 // Timing of the presence.
 const (
 	pokeEvery        = time.Second      // at most one early heartbeat a second
 	registerRetryMax = 30 * time.Second // between registrations the server refused
+	finalBeatTimeout = time.Second      // the last heartbeat, on Stop
 )
 
 // NewWorkerID is the id of a worker process: host:pid and a short random
@@ -126,7 +128,8 @@ func (p *Presence) Start(ctx context.Context) error {
 }
 
 // Stop ends the heartbeats (the registry shows the worker gone after
-// three missed ones) and waits for the last call to end.
+// three missed ones) and waits for the last call to end; a last heartbeat
+// (within a second) leaves the final counts on the server.
 func (p *Presence) Stop() {
 	p.mu.Lock()
 	started := p.started
@@ -136,6 +139,11 @@ func (p *Presence) Stop() {
 	}
 	p.cancel()
 	<-p.done
+	if p.registered.Load() {
+		ctx, cancel := context.WithTimeout(context.Background(), finalBeatTimeout)
+		defer cancel()
+		_, _ = p.Registry.WorkerHeartbeat(ctx, p.Info.ID, p.beat())
+	}
 }
 
 // Poke asks for a heartbeat now (at most one a second): a claim answered
@@ -244,6 +252,7 @@ func (p *Presence) loop(ctx context.Context) {
 				continue
 			}
 			registered, warned = true, false
+			p.registered.Store(true)
 			bo.reset()
 			if reg.HeartbeatInterval > 0 {
 				interval = reg.HeartbeatInterval.D()
@@ -268,6 +277,7 @@ func (p *Presence) loop(ctx context.Context) {
 		case errors.Is(err, app.ErrWorkerNotFound):
 			p.Log.Info().Msg("worker registry: the server forgot this worker; registering again")
 			registered = false
+			p.registered.Store(false)
 		case ctx.Err() != nil:
 			return
 		case !warned:

@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -204,4 +205,55 @@ func TestPresenceRegistersAgain(t *testing.T) {
 	}
 	pres.Poke()
 	waitFor(t, "the registration again", func() bool { _, err := svc.Worker(ctx, "again"); return err == nil })
+}
+
+// fakeRegistry answers heartbeats with the command a test sets, and knows
+// nothing the Service would enforce: only the pool's own obedience holds
+// its claims back.
+type fakeRegistry struct{ cmd atomic.Value }
+
+func (f *fakeRegistry) RegisterWorker(ctx context.Context, in app.WorkerInput) (*app.WorkerRegistered, error) {
+	return &app.WorkerRegistered{ID: in.ID, Command: app.WorkerRun, HeartbeatInterval: app.Duration(50 * time.Millisecond)}, nil
+}
+
+func (f *fakeRegistry) WorkerHeartbeat(ctx context.Context, id string, b app.WorkerBeat) (string, error) {
+	return f.cmd.Load().(string), nil
+}
+
+// The pool itself claims nothing while its Presence says quiet, and claims
+// again when it says run (the server is not told: its claims would be
+// served).
+func TestPoolObeysQuietItself(t *testing.T) {
+	ctx := t.Context()
+	svc := app.NewService(memory.New(app.StoreOptions{}), nil, nil, nil, zerolog.Nop())
+	reg := &fakeRegistry{}
+	reg.cmd.Store(app.WorkerRun)
+	pres := &worker.Presence{Registry: reg, Info: app.WorkerInput{ID: "self", Queues: &app.QueueChoice{Names: []string{"q"}}, Concurrency: 1}}
+	if err := pres.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer pres.Stop()
+	pool := &worker.Pool{Backend: worker.LocalBackend(svc), Queue: "q", PollWait: time.Second, Presence: pres,
+		Handler: func(ctx context.Context, job *app.Job) (any, error) { return nil, nil }}
+	if err := pool.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Stop(0)
+	reg.cmd.Store(app.WorkerQuiet)
+	waitFor(t, "the worker to hear quiet", func() bool { return pres.Command() == app.WorkerQuiet })
+	time.Sleep(1200 * time.Millisecond) // the long poll under way when quiet came (PollWait 1s) ends
+	res, err := svc.Submit(ctx, []app.SubmitInput{{Queue: "q", Kind: "k"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res[0].Job.ID
+	time.Sleep(1500 * time.Millisecond) // a claim loop that ignored quiet would have run it by now
+	if j, _ := svc.Get(ctx, id, 0, false); j.Status != app.StatusQueued {
+		t.Fatalf("a quiet pool ran job %d (%s)", id, j.Status)
+	}
+	reg.cmd.Store(app.WorkerRun)
+	waitFor(t, "the job to run once the worker runs again", func() bool {
+		j, _ := svc.Get(ctx, id, 0, false)
+		return j.Status == app.StatusDone
+	})
 }
