@@ -112,4 +112,3 @@ func (p *pages) workerCommand(c echo.Context) error {
 	}
 	return p.done(c, "/workers", flash{Text: fmt.Sprintf(txt.done, id)})
 }
-
