@@ -191,3 +191,12 @@ func (s *Store) deleteOldLogs(ctx context.Context, req app.DeleteOldRequest) (in
 	}
 	return int(n), nil
 }
+
+// progressAttempt is the attempt an imported job's progress belongs to:
+// the exporting store shows only the current attempt's (0: none).
+func progressAttempt(j *app.Job) int {
+	if j.ProgressPercent == nil {
+		return 0
+	}
+	return j.Attempts
+}
