@@ -33,6 +33,9 @@ func workCommand() *cli.Command {
 			"its result (JSON if it parses); exit 65 fails it for good (dead-letter queue); any other exit, a signal or the\n" +
 			"timeout fails it with a retry. SIGTERM/SIGINT: stop claiming, let running jobs finish within --grace, then stop\n" +
 			"them and give their jobs back to run again elsewhere.\n\n" +
+			"It registers with the server under --worker-id and heartbeats every 5s: `queue workers list` shows it, with\n" +
+			"its counts; `queue workers quiet ID` makes it finish its running jobs and claim nothing more; `queue workers\n" +
+			"stop ID` makes it give its running jobs back at once and exit 0.\n\n" +
 			"--queues works several queues instead of --queue: with weights (critical=6,default=3,low=1) each claim\n" +
 			"draws its queues in proportion, so over many claims they get work in that ratio and none starves; without\n" +
 			"(critical,default) in strict order, a queue asked only when those before it have nothing. A long poll\n" +
