@@ -75,9 +75,9 @@ func TestProgressAndLogOverHTTP(t *testing.T) {
 		field  string
 	}{
 		fmt.Sprintf(`{"lease":%d,"lines":[{"line":"x","stream":"stdin"}]}`, lease): {400, "lines[0].stream"},
-		fmt.Sprintf(`{"lease":%d,"lines":[{"stream":"log"}]}`, lease):             {400, "lines[0].line"},
-		fmt.Sprintf(`{"lease":%d,"lines":[]}`, lease):                             {400, "lines"},
-		fmt.Sprintf(`{"lease":%d,"line":"x","lines":[{"line":"y"}]}`, lease):      {400, "line"},
+		fmt.Sprintf(`{"lease":%d,"lines":[{"stream":"log"}]}`, lease):              {400, "lines[0].line"},
+		fmt.Sprintf(`{"lease":%d,"lines":[]}`, lease):                              {400, "lines"},
+		fmt.Sprintf(`{"lease":%d,"line":"x","lines":[{"line":"y"}]}`, lease):       {400, "line"},
 		many: {413, "lines"},
 	} {
 		a := s.post(path("log"), body)
