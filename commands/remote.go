@@ -417,6 +417,7 @@ func jobsCommand() *cli.Command {
 			liveCommand(app.LiveRetry),
 			liveCommand(app.LiveReschedule),
 			liveCommand(app.LivePrioritize),
+			jobsLogsCommand(), // logs.go
 		},
 	}
 }
@@ -532,6 +533,9 @@ func printJob(w io.Writer, j *app.Job) {
 	row("created_at", app.FormatTime(j.CreatedAt))
 	if j.FinishedAt != nil {
 		row("finished_at", app.FormatTime(*j.FinishedAt))
+	}
+	if j.ProgressPercent != nil {
+		row("progress", progressText(j)) // logs.go
 	}
 	if len(j.Tags) > 0 {
 		row("tags", strings.Join(j.Tags, ", "))

@@ -48,6 +48,10 @@ func (s *streamCount) leave() { s.n.Add(-1) }
 // Options.MaxStreams open streams it answers 503 (with Retry-After).
 func (h *handler) events(c echo.Context) error {
 	queue, kind := c.QueryParam("queue"), c.QueryParam("kind")
+	job, logs, err := eventsJobQuery(c) // ?job= and ?logs= (api_progress.go)
+	if err != nil {
+		return err
+	}
 	if queue != "" {
 		if err := app.ValidateQueue(queue); err != nil {
 			return app.Invalid("queue", "%v", err)
@@ -67,7 +71,8 @@ func (h *handler) events(c echo.Context) error {
 	// always has a queue filter (scopedQueueParam), so it never sees a
 	// workflow, which spans queues.
 	sub := h.svc.Bus.Subscribe(4096, func(e *app.Event) bool {
-		return (queue == "" || e.Queue == queue) && (kind == "" || e.Kind == kind)
+		return (queue == "" || e.Queue == queue) && (kind == "" || e.Kind == kind) &&
+			(job == 0 || e.JobID == job) && (logs || e.Type != app.EventLog)
 	})
 	defer sub.Close()
 	w := c.Response()

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -170,7 +171,8 @@ func CommandHandler(cfg CommandConfig) Handler {
 		cmd.Stdin = bytes.NewReader(payload)
 		stdout := &headBuffer{limit: app.MaxResultBytes}
 		stderr := &tailBuffer{limit: StderrTailBytes}
-		cmd.Stdout, cmd.Stderr = stdout, stderr
+		outLines, errLines := commandOutput(job) // the attempt's log and progress (progress.go)
+		cmd.Stdout, cmd.Stderr = io.MultiWriter(stdout, outLines), io.MultiWriter(stderr, errLines)
 		cmd.WaitDelay = grace // a detached grandchild holding the pipes cannot hold the job
 		if err := cmd.Start(); err != nil {
 			return nil, fmt.Errorf("start %s: %w", cfg.Command[0], err)
@@ -196,6 +198,8 @@ func CommandHandler(cfg CommandConfig) Handler {
 		if errors.Is(err, exec.ErrWaitDelay) { // exited 0; output cut after the grace
 			err = nil
 		}
+		outLines.flush()
+		errLines.flush()
 		if err == nil && ctx.Err() == nil {
 			return commandResult(stdout.head.Bytes(), stdout.total), nil
 		}

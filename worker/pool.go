@@ -484,6 +484,7 @@ func (p *Pool) work(job *app.Job) {
 		p.jobs.Done()
 	}()
 	log := &jobLog{base: &p.Log, job: job, attempt: true}
+	rep := p.reporter(job, log) // job.Progress and job.Log (progress.go)
 	leaseLen := job.Timeout.D()
 	if leaseLen <= 0 {
 		leaseLen = app.DefaultTimeout
@@ -510,6 +511,7 @@ func (p *Pool) work(job *app.Job) {
 	}()
 
 	out, abandonedNow := p.call(tctx, job, handlerDone, log)
+	rep.finish() // the attempt's log lines and progress go before its outcome
 	abandoned = abandonedNow
 	cause := context.Cause(tctx)
 	if tctx.Err() == nil {

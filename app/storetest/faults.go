@@ -307,6 +307,7 @@ func (e *env) snapshot() string {
 		Queues     []app.QueueState
 		Audit      []app.AuditEntry
 		Workflows  []*app.WorkflowView
+		Extra      map[string]any // see extraSnapshots
 	}
 	var err error
 	must := func(what string, err error) {
@@ -339,6 +340,10 @@ func (e *env) snapshot() string {
 	s.Audit, err = e.s.ListAudit(e.ctx, app.AuditFilter{Limit: 1000})
 	must("audit", err)
 	s.Workflows = e.workflowSnapshot()
+	s.Extra = map[string]any{}
+	for name, f := range extraSnapshots {
+		s.Extra[name] = f(e)
+	}
 	b, err := json.Marshal(s)
 	must("encode", err)
 	return string(b)
