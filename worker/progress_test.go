@@ -59,9 +59,13 @@ echo "::progress 150" >&2
 echo "::progress 42 importing rows" >&2
 printf 'last, without a newline'`
 	job, l := runOne(t, CommandHandler(CommandConfig{Command: []string{"sh", "-c", script}}))
-	want := "stdout:starting\nstderr:warn <b>&amp;</b>\nstderr:::progress 150\nstdout:last, without a newline\n"
-	if got := logText(l); got != want {
-		t.Fatalf("log:\n%s\nwant:\n%s", got, want)
+	// stdout and stderr are two pipes: each keeps its order, not the two together.
+	byStream := map[string][]string{}
+	for _, line := range l.Lines {
+		byStream[line.Stream] = append(byStream[line.Stream], line.Line)
+	}
+	if got := fmt.Sprintf("%q", byStream); got != `map["stderr":["warn <b>&amp;</b>" "::progress 150"] "stdout":["starting" "last, without a newline"]]` {
+		t.Fatalf("log by stream: %s\n%s", got, logText(l))
 	}
 	if job.ProgressPercent == nil || *job.ProgressPercent != 42 || job.ProgressMessage != "importing rows" {
 		t.Fatalf("progress %v %q, want 42 importing rows", job.ProgressPercent, job.ProgressMessage)
