@@ -17,6 +17,7 @@ type Maintainer struct {
 
 	alerted   map[string]bool // queues over the DLQ alert threshold at the last check
 	alertedAt time.Time       // the last check
+	charts    chartPass       // the charts' roll-ups (charts.go)
 }
 
 // Tick runs one round of the every-second work: stale leases, then TTLs.
@@ -97,6 +98,9 @@ func (m *Maintainer) Run(ctx context.Context, interval time.Duration) {
 		if err := m.AlertDLQ(ctx); err != nil && ctx.Err() == nil {
 			m.Service.Log.Error().Err(err).Msg("dead-letter alert check failed")
 		}
+		if err := m.Charts(ctx); err != nil && ctx.Err() == nil {
+			m.Service.Log.Error().Err(err).Msg("chart roll-up failed")
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -136,7 +140,7 @@ func (m *Maintainer) Sweep(ctx context.Context) (SweepResult, error) {
 	// Queues with their own windows get their own passes; the default pass skips them.
 	def := s.Config.Queue("\x00") // no such queue: the [defaults] and built-ins
 	var ownRet, ownDLQ []string
-	for name := range s.Config.Queues {
+	for _, name := range s.Config.QueueNames() { // the file's and those set at runtime
 		q := s.Config.Queue(name)
 		if q.Retention != def.Retention {
 			ownRet = append(ownRet, name)
@@ -153,6 +157,8 @@ func (m *Maintainer) Sweep(ctx context.Context) (SweepResult, error) {
 	// its later steps and its page), and go with it: after the default
 	// retention from the moment it finished.
 	pass(DeleteOldRequest{What: OldWorkflows, Before: now.Add(-def.Retention.D())}, &res.Workflows)
+	// Logs go with their job: those of jobs gone from both tables (progress.go).
+	pass(DeleteOldRequest{What: OldLogs, Before: now}, &res.Other)
 	evRet, auRet := s.Config.EventRetention.D(), s.Config.AuditRetention.D()
 	if evRet <= 0 {
 		evRet = DefaultEventRetention
@@ -164,156 +170,18 @@ func (m *Maintainer) Sweep(ctx context.Context) (SweepResult, error) {
 	pass(DeleteOldRequest{What: OldAudit, Before: now.Add(-auRet)}, &res.Audit)
 	pass(DeleteOldRequest{What: OldOnce, Before: now.Add(-evRet)}, &res.Other)
 	pass(DeleteOldRequest{What: OldPeriodic, Before: now.Add(-evRet)}, &res.Other)
-	pass(DeleteOldRequest{What: OldThroughput, Before: now.Add(-2 * time.Hour)}, &res.Other)
+	pass(DeleteOldRequest{What: OldThroughput, Before: now.Add(-SecondsKept)}, &res.Other)
+	for _, r := range chartRetention(now) {
+		pass(r, &res.Other)
+	}
+	if n, err := m.sweepWorkers(ctx, now); err != nil { // workers not seen for an hour (workers.go)
+		errs = append(errs, err)
+	} else {
+		res.Other += n
+	}
 	if res.Finished+res.Dead+res.Events+res.Audit+res.Workflows > 0 {
 		s.Log.Info().Int("jobs", res.Finished).Int("dead_letter", res.Dead).Int("events", res.Events).Int("workflows", res.Workflows).
 			Int("audit", res.Audit).Msg("retention pass")
 	}
 	return res, errors.Join(errs...)
-}
-
-// Scheduler enqueues the periodic jobs of the config. Each fire time is
-// enqueued at most once across restarts and nodes: the store keys it by
-// (entry, fire time) under a unique index.
-type Scheduler struct {
-	Service *Service
-	next    map[string]time.Time
-}
-
-// PeriodicStatus is an entry's last and next fire, for the UI and API.
-type PeriodicStatus struct {
-	PeriodicConfig
-	LastFire *time.Time `json:"last_fire"`
-	NextFire time.Time  `json:"next_fire"`
-}
-
-// Start computes each entry's next fire and catches up a fire missed while
-// the server was down (catch_up "one": the latest missed fire, once; "none": skip).
-func (p *Scheduler) Start(ctx context.Context) error {
-	s := p.Service
-	now := s.Clock.Now()
-	p.next = map[string]time.Time{}
-	for _, e := range s.Config.Periodic {
-		if e.Schedule == nil {
-			continue
-		}
-		last, err := s.Store.LastFire(ctx, e.Name)
-		if err != nil {
-			return err
-		}
-		if last.IsZero() {
-			p.next[e.Name] = e.Schedule.Next(now)
-			continue
-		}
-		t := e.Schedule.Next(last)
-		var missed time.Time
-		for i := 0; !t.After(now) && i < 10_000_000; i++ {
-			missed, t = t, e.Schedule.Next(t)
-		}
-		if !missed.IsZero() && e.CatchUp == "one" {
-			if err := p.fire(ctx, e, missed); err != nil {
-				return err
-			}
-		}
-		p.next[e.Name] = t
-	}
-	return nil
-}
-
-// Due enqueues every fire whose time has come and returns the earliest next fire.
-func (p *Scheduler) Due(ctx context.Context) (time.Time, error) {
-	s := p.Service
-	now := s.Clock.Now()
-	var earliest time.Time
-	var errs []error
-	for _, e := range s.Config.Periodic {
-		t, ok := p.next[e.Name]
-		if !ok {
-			continue
-		}
-		for !t.After(now) {
-			if err := p.fire(ctx, e, t); err != nil {
-				errs = append(errs, err)
-				break // try this fire again next time
-			}
-			t = e.Schedule.Next(t)
-		}
-		p.next[e.Name] = t
-		if earliest.IsZero() || t.Before(earliest) {
-			earliest = t
-		}
-	}
-	return earliest, errors.Join(errs...)
-}
-
-func (p *Scheduler) fire(ctx context.Context, e PeriodicConfig, at time.Time) error {
-	s := p.Service
-	in := SubmitInput{Queue: e.Queue, Kind: e.Kind, Payload: e.PayloadJSON, Tags: e.Tags, Key: e.Key}
-	if e.Priority != 0 {
-		in.Priority = &e.Priority
-	}
-	if e.MaxAttempts != 0 {
-		in.MaxAttempts = &e.MaxAttempts
-	}
-	if e.Timeout > 0 {
-		in.Timeout = &e.Timeout
-	}
-	nj, err := in.NewJob(s.Config, s.Clock.Now())
-	if err != nil {
-		return err
-	}
-	job, created, err := FirePeriodic(ctx, s.Store, PeriodicFire{Entry: e.Name, FireAt: at, Job: nj, SkipIfPending: e.SkipIfPending})
-	if err != nil {
-		return err
-	}
-	if created {
-		s.Log.Info().Str("periodic", e.Name).Time("fire_at", at).Int64("job_id", job.ID).Msg("periodic job enqueued")
-	}
-	return nil
-}
-
-// Run fires entries on time until ctx is done.
-func (p *Scheduler) Run(ctx context.Context) {
-	if len(p.next) == 0 {
-		return
-	}
-	for {
-		next, err := p.Due(ctx)
-		if err != nil && ctx.Err() == nil {
-			p.Service.Log.Error().Err(err).Msg("periodic jobs")
-		}
-		wait := time.Second
-		if !next.IsZero() {
-			wait = min(max(next.Sub(p.Service.Clock.Now()), 0), time.Minute)
-		}
-		if err != nil {
-			wait = min(wait, time.Second)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-	}
-}
-
-// Status returns each entry's last and next fire.
-func (p *Scheduler) Status(ctx context.Context) ([]PeriodicStatus, error) {
-	s := p.Service
-	out := []PeriodicStatus{}
-	for _, e := range s.Config.Periodic {
-		st := PeriodicStatus{PeriodicConfig: e}
-		last, err := s.Store.LastFire(ctx, e.Name)
-		if err != nil {
-			return nil, err
-		}
-		if !last.IsZero() {
-			st.LastFire = &last
-		}
-		if e.Schedule != nil {
-			st.NextFire = e.Schedule.Next(s.Clock.Now())
-		}
-		out = append(out, st)
-	}
-	return out, nil
 }

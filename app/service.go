@@ -33,6 +33,9 @@ type Service struct {
 	stopOnce sync.Once
 	stop     chan struct{}
 	waiters  atomic.Int64 // long polls waiting now (see holdWait)
+	// workerCmds caches the registered workers' commands for claims
+	// (see WorkerCommand in workers.go).
+	workerCmds workerCache
 
 	// unclaimed caches unclaimedKinds for UnclaimedEvery: every Stats
 	// (each /metrics scrape, each page) would otherwise scan the queued
@@ -199,9 +202,11 @@ type ListInput struct {
 	ReplayedFrom             int64  // the dead-letter row the jobs were replayed from
 	Workflow                 int64  // the workflow whose steps the jobs run
 	Key                      string // the flow-control key of the jobs
-	Limit                    int
-	Cursor                   string
-	Asc                      bool
+	// JobQuery: payload fields, error text and time ranges (jobs_live.go).
+	JobQuery
+	Limit  int
+	Cursor string
+	Asc    bool
 }
 
 // JobPage is one page of a job listing.
@@ -213,12 +218,15 @@ type JobPage struct {
 // List returns one page of jobs, newest first unless in.Asc. Status may be
 // one of the four, "scheduled", or "dead_letter" (rows of the DLQ).
 func (s *Service) List(ctx context.Context, in ListInput) (*JobPage, error) {
-	f, err := in.filter()
+	f, err := in.filter(s.Clock.Now())
 	if err != nil {
 		return nil, err
 	}
 	page := &JobPage{Jobs: []*Job{}}
 	if in.Status == string(StatusDeadLetter) {
+		if !in.JobQuery.IsZero() {
+			return nil, Invalid("status", "the dead-letter rows are not filtered by payload, error or times here; use GET /api/dlq, or leave out status dead_letter")
+		}
 		dp, err := s.ListDead(ctx, DeadListInput{Queue: f.Queue, Kind: f.Kind, Tag: f.Tag, Limit: f.Limit, Cursor: in.Cursor, Asc: in.Asc})
 		if err != nil {
 			return nil, err
@@ -240,7 +248,7 @@ func (s *Service) List(ctx context.Context, in ListInput) (*JobPage, error) {
 	return page, nil
 }
 
-func (in ListInput) filter() (JobFilter, error) {
+func (in ListInput) filter(now time.Time) (JobFilter, error) {
 	f := JobFilter{Queue: in.Queue, Kind: in.Kind, Tag: in.Tag, Status: in.Status, ReplayedFrom: in.ReplayedFrom,
 		Workflow: in.Workflow, Key: in.Key, Asc: in.Asc, Limit: in.Limit}
 	if len(f.Key) > MaxKeyLength {
@@ -275,6 +283,10 @@ func (in ListInput) filter() (JobFilter, error) {
 		return f, Invalid("workflow", "workflow must be a workflow's id")
 	case f.Workflow > 0 && f.Status == string(StatusDeadLetter):
 		return f, Invalid("workflow", "the dead-letter rows of a workflow's steps are on GET /api/workflows/{id} (status dead_letter, job_id)")
+	}
+	var err error
+	if f.JobMatch, err = in.JobQuery.Match(now); err != nil {
+		return f, err
 	}
 	if f.Limit == 0 {
 		f.Limit = 50
@@ -436,6 +448,11 @@ func (s *Service) claim(ctx context.Context, qs *QueueChoice, in ClaimInput, cap
 		}
 	}
 	for {
+		// A registered worker told to quiet or stop gets nothing, also
+		// while it waits (workers.go; a cached read, never a write).
+		if held, err := s.workerHeld(ctx, in.WorkerID); held || err != nil {
+			return []*Job{}, err
+		}
 		if wait > 0 { // before looking: a job landing in between still wakes us
 			for i := range reqs {
 				wakes[i] = s.Store.Wake(reqs[i].Queue)

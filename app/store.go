@@ -26,6 +26,10 @@ type Store interface {
 	PeriodicStore
 	AuditStore
 	WorkflowStore
+	ChartStore
+	SettingsStore
+	WorkerStore
+	LogStore
 
 	// Wake returns a channel closed when queue may have new claimable work
 	// (a submission, a retry, a resume). Take it before claiming, so nothing
@@ -409,7 +413,10 @@ type JobFilter struct {
 	// Workflow, if positive, matches the jobs of that workflow's steps.
 	Workflow int64
 	// Key, if set, matches the jobs of that flow-control key.
-	Key   string
+	Key string
+	// JobMatch looks inside jobs: payload fields, error text, time ranges
+	// (jobs_live.go).
+	JobMatch
 	Asc   bool
 	Limit int
 }
@@ -515,6 +522,9 @@ type PeriodicFire struct {
 	FireAt        time.Time
 	Job           NewJob
 	SkipIfPending bool
+	// API is set for an entry made through the API: a fire of one deleted
+	// meanwhile (on any node) enqueues nothing.
+	API bool
 }
 
 // AuditEntry is one admin action.

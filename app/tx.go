@@ -180,6 +180,26 @@ type Tx interface {
 	// Debounce stores queued job j's new payload and run_at (updated now)
 	// and returns the row as stored.
 	Debounce(j *Job, payload json.RawMessage, runAt time.Time) (*Job, error)
+	// Reschedule stores queued job j's new run_at (updated now);
+	// Reprioritize its new priority. Each returns the row as stored.
+	Reschedule(j *Job, runAt time.Time) (*Job, error)
+	Reprioritize(j *Job, priority int) (*Job, error)
+
+	// PutWorker stores w as registered (replacing a row of its id), with
+	// zero counts; see workers.go.
+	PutWorker(w *Worker) error
+	// BeatWorker stores a heartbeat of worker id (its counts, seen now)
+	// and returns the row as stored; none is ErrNotFound.
+	BeatWorker(id string, b WorkerBeat) (*Worker, error)
+	// Worker reads worker id to change it (PostgreSQL locks the row);
+	// none is ErrNotFound.
+	Worker(id string) (*Worker, error)
+	// SetWorkerCommand stores the operator's command for worker id; none
+	// is ErrNotFound.
+	SetWorkerCommand(id, command string) error
+	// DeleteWorkers deletes up to limit workers last seen before before
+	// and says how many.
+	DeleteWorkers(before time.Time, limit int) (int, error)
 
 	// Event records a lifecycle event (data is its JSON, or nil).
 	Event(typ string, id int64, queue, kind string, data []byte)
@@ -191,6 +211,9 @@ type Tx interface {
 	Moved(queue string, from, to Status, n int)
 	// Count adds completed and failed attempts to queue's throughput.
 	Count(queue string, completed, failed int64)
+	// Picked counts a job of queue claimed after waiting wait since it
+	// was due, beside the throughput (the charts' pickup latency).
+	Picked(queue string, wait time.Duration)
 	// AttemptEnded tells the store that j's current attempt is over (the
 	// SQLite store forgets when it started).
 	AttemptEnded(j *Job)
@@ -198,6 +221,23 @@ type Tx interface {
 	Wake(queue string)
 	// Audit records e as it is (its At and Count set).
 	Audit(e AuditEntry) error
+	// Setting reads the runtime setting (kind, name) to change it (nil if
+	// there is none); PostgreSQL first takes a lock on (kind, name) until
+	// the commit, so two changes of one setting on two nodes meet one
+	// after another, also of one not stored yet.
+	Setting(kind, name string) (*SettingsRecord, error)
+	// PutSetting stores r (a new one, or over the one of its kind and name).
+	PutSetting(r SettingsRecord) error
+	// DeleteSetting deletes the runtime setting (kind, name), if there is one.
+	DeleteSetting(kind, name string) error
+	// SetProgress stores pct and msg, reported now, as the progress of
+	// attempt of job j (see progress.go).
+	SetProgress(j *Job, attempt, pct int, msg string) error
+	// AppendLog appends lines to the log of attempt of job jobID, numbered
+	// after its last, then drops the attempt's oldest lines while it holds
+	// more than maxBytes (LogSize of each line).
+	AppendLog(jobID int64, attempt int, lines []LogLine, maxBytes int) (LogAppended, error)
+
 	// Fault calls the store's fault hook at p, for the tests that prove a
 	// write is all or nothing; nil without a hook.
 	Fault(p FaultPoint, id int64) error

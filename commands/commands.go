@@ -105,6 +105,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer, b Build) *cli.App {
 			statsCommand(),
 			auditCommand(),
 			workCommand(),
+			workersCommand(), // workers_cli.go
 			migrateCommand(),
 			migrateStoreCommand(),
 			backupCommand(),
@@ -184,12 +185,13 @@ func unknownSubcommand(name string, parent *cli.Command) cli.ActionFunc {
 // command takes flags only, and noArguments refuses an argument.
 var takesArguments = map[string]bool{
 	"queue submit": true, "queue serve": true, "queue migrate-store": true, // name the mistake themselves
-	"queue jobs show": true, "queue jobs cancel": true,
+	"queue jobs show": true, "queue jobs cancel": true, "queue jobs logs": true,
 	"queue dlq show": true, "queue dlq replay": true, "queue dlq purge": true, "queue dlq move": true,
 	"queue queues pause": true, "queue queues resume": true, "queue queues drain": true, "queue queues keys": true,
 	"queue queues settings": true, "queue queues set": true, "queue queues reset": true, "queue periodic update": true, // settings.go
 	"queue periodic delete": true, "queue periodic pause": true, "queue periodic resume": true, "queue periodic run": true,
 	"queue workflow submit": true, "queue workflow get": true, "queue workflow cancel": true,
+	"queue workers quiet": true, "queue workers stop": true, // workers_cli.go
 	"queue work": true, "queue backup": true, "queue config check": true, "queue completion": true,
 }
 

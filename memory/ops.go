@@ -105,6 +105,9 @@ func (s *Store) Throughput(ctx context.Context, since time.Time) ([]app.MinuteCo
 
 // DeleteOld implements app.Store.
 func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, error) {
+	if req.What == app.OldLogs {
+		return s.deleteOldLogs(ctx, req)
+	}
 	if req.What == app.OldWorkflows {
 		return app.DeleteOldWorkflows(ctx, s, req.Before, req.Limit)
 	}
@@ -150,6 +153,9 @@ func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, e
 			})
 		case app.OldThroughput:
 			n = dropKeys(t, s.throughput, limit, func(k app.CountKey, _ *app.CountVal) bool { return k.Second < req.Before.Unix() })
+		case app.OldMinutes, app.OldHours:
+			step := map[string]int64{app.OldMinutes: 60, app.OldHours: 3600}[req.What]
+			n = dropKeys(t, s.series, limit, func(k seriesKey, _ *app.SeriesRow) bool { return k.step == step && k.at < req.Before.Unix() })
 		default:
 			return fmt.Errorf("delete old: unknown kind %q", req.What)
 		}

@@ -38,9 +38,14 @@ type Store struct {
 	fires      map[fireKey]int64 // periodic fire -> job id (0: skipped)
 	once       map[string]*app.OnceRecord
 	throughput map[app.CountKey]*app.CountVal
+	series     map[seriesKey]*app.SeriesRow // the charts' rows (charts.go)
 	flows      flows
 	buckets    map[app.QueueKey]app.KeyBucket
+	workers    map[string]*app.Worker // the worker registry (workers.go)
 	closed     bool
+
+	settings map[settingKey]app.SettingsRecord // runtime settings (settings.go)
+	live     live                              // progress and logs (progress.go)
 }
 
 type queueState struct {
@@ -100,6 +105,9 @@ func (s *Store) write(ctx context.Context, fn func(*tx) error) (err error) {
 			return
 		}
 		for _, e := range t.Published { // every event, also those the rows tell
+			if app.Transient(e.Type) {
+				continue
+			}
 			s.nextEvent++
 			e.ID = s.nextEvent
 			s.events = append(s.events, e)
@@ -110,7 +118,7 @@ func (s *Store) write(ctx context.Context, fn func(*tx) error) (err error) {
 				c = &app.CountVal{}
 				s.throughput[k] = c
 			}
-			c.Completed, c.Failed = c.Completed+v.Completed, c.Failed+v.Failed
+			c.Add(*v)
 		}
 		s.mu.Unlock()
 		s.opts.Bus.Publish(t.Published...)
@@ -498,7 +506,7 @@ func (s *Store) Lookup(ctx context.Context, id int64) (job *app.Job, dead *app.D
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if j, ok := s.jobs[id]; ok {
-		job = j.Clone()
+		job = s.showProgress(j.Clone())
 	}
 	if d, ok := s.dead[id]; ok {
 		dead = d.Clone()
@@ -512,7 +520,7 @@ func (s *Store) List(ctx context.Context, f app.JobFilter) ([]*app.Job, error) {
 	defer s.mu.Unlock()
 	var out []*app.Job
 	for _, j := range s.selectJobs(f, s.clock.Now(), 50) {
-		out = append(out, j.Clone())
+		out = append(out, s.showProgress(j.Clone()))
 	}
 	return out, nil
 }

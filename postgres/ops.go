@@ -107,6 +107,9 @@ func (s *Store) Throughput(ctx context.Context, since time.Time) ([]app.MinuteCo
 // oldRows[req.What] older than req.Before; workflows go by app's rule
 // (app.DeleteOldWorkflows).
 func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, error) {
+	if req.What == app.OldLogs {
+		return s.deleteOldLogs(ctx, req)
+	}
 	if req.What == app.OldWorkflows {
 		n, err := app.DeleteOldWorkflows(ctx, s, req.Before, req.Limit)
 		return n, mapErr(err)
@@ -162,6 +165,8 @@ var oldRows = map[string]struct {
 	app.OldOnce:       {"once_records", "key", "done AND done_at < %s", false},
 	app.OldPeriodic:   {"periodic_fires", "ctid", "fire_at < %s AND fire_at < (SELECT max(fire_at) FROM periodic_fires l WHERE l.entry = p.entry)", false},
 	app.OldThroughput: {"throughput", "ctid", "second < %s", false},
+	app.OldMinutes:    {"series", "ctid", "step = 60 AND at < %s", false},
+	app.OldHours:      {"series", "ctid", "step = 3600 AND at < %s", false},
 }
 
 // LastFire implements app.Store.

@@ -17,7 +17,8 @@ import (
 const jobCols = `id, queue, kind, payload::text, status, priority, run_at, attempts, max_attempts,
 	timeout_ms, expires_at, tags, idempotency_key, lease, lease_expires_at, worker_id,
 	cancel_requested, cancel_reason, errors::text, result::text, replayed_from, created_at, updated_at,
-	started_at, finished_at, workflow_id, step, flow_key, held, dedupe`
+	started_at, finished_at, workflow_id, step, flow_key, held, dedupe,
+	progress, progress_message, progress_at, progress_attempt`
 
 // qualified prefixes every column of cols with alias.
 func qualified(alias, cols string) string {
@@ -37,13 +38,19 @@ func scanJob(row pgx.Row) (*app.Job, error) {
 		key, dedupe                                      *string
 		expiresAt, leaseExpiresAt, startedAt, finishedAt *time.Time
 		workflowID                                       *int64
+		progress                                         *int
+		progressMsg                                      *string
+		progressAt                                       *time.Time
+		progressAttempt                                  int
 	)
 	if err := row.Scan(&j.ID, &j.Queue, &j.Kind, &payload, &status, &j.Priority, &j.RunAt, &j.Attempts,
 		&j.MaxAttempts, &timeoutMS, &expiresAt, &j.Tags, &idem, &j.Lease, &leaseExpiresAt, &workerID,
 		&j.CancelRequested, &cancelReason, &errs, &result, &j.ReplayedFrom, &j.CreatedAt, &j.UpdatedAt,
-		&startedAt, &finishedAt, &workflowID, &step, &key, &j.Held, &dedupe); err != nil {
+		&startedAt, &finishedAt, &workflowID, &step, &key, &j.Held, &dedupe,
+		&progress, &progressMsg, &progressAt, &progressAttempt); err != nil {
 		return nil, err
 	}
+	j.ShowProgress(progressAttempt, progress, deref(progressMsg), msPtr(progressAt))
 	j.WorkflowID, j.Step, j.Key, j.Dedupe = derefID(workflowID), deref(step), deref(key), deref(dedupe)
 	j.Payload, j.Status, j.Timeout = json.RawMessage(payload), app.Status(status), app.Duration(time.Duration(timeoutMS)*time.Millisecond)
 	j.RunAt, j.CreatedAt, j.UpdatedAt = j.RunAt.UTC(), j.CreatedAt.UTC(), j.UpdatedAt.UTC()
@@ -215,6 +222,10 @@ func conds(cs []app.Cond) *where {
 			w.cond(c.Field + " = ANY(" + w.add(v) + ")")
 		case app.OpHas:
 			w.cond(w.add(v) + " = ANY(" + c.Field + ")")
+		case app.OpPayload:
+			payloadCond(w, c.Value.(app.PayloadMatch))
+		case app.OpContains:
+			errorCond(w, c.Value.(string))
 		case app.OpKeyLt, app.OpKeyLe, app.OpKeyGt:
 			k := c.Value.(*app.DeadKey)
 			w.cond("(" + c.Field + ", id) " + strings.TrimPrefix(string(c.Op), "key") + " (" + w.add(ms(k.MovedAt)) + ", " + w.add(k.ID) + ")")

@@ -167,6 +167,9 @@ func (s *Store) Throughput(ctx context.Context, since time.Time) ([]app.MinuteCo
 // DeleteOld implements app.Store: one bounded DELETE of the rows of
 // oldRows[req.What] older than req.Before.
 func (s *Store) DeleteOld(ctx context.Context, req app.DeleteOldRequest) (int, error) {
+	if req.What == app.OldLogs {
+		return s.deleteOldLogs(ctx, req)
+	}
 	if req.What == app.OldWorkflows {
 		n, err := app.DeleteOldWorkflows(ctx, s, req.Before, req.Limit)
 		return n, mapErr(err)
@@ -227,6 +230,8 @@ var oldRows = map[string]struct{ table, key, cond, status string }{
 	app.OldOnce:       {"once_records", "key", "done = 1 AND done_at < ?", ""},
 	app.OldPeriodic:   {"periodic_fires", "rowid", "fire_at < ? AND fire_at < (SELECT max(fire_at) FROM periodic_fires l WHERE l.entry = p.entry)", ""},
 	app.OldThroughput: {"throughput", "rowid", "second < ?", ""},
+	app.OldMinutes:    {"series", "rowid", "step = 60 AND at < ?", ""},
+	app.OldHours:      {"series", "rowid", "step = 3600 AND at < ?", ""},
 }
 
 // anys is v as arguments.

@@ -15,7 +15,8 @@ import (
 const jobCols = `id, queue, kind, payload, status, priority, run_at, attempts, max_attempts,
 	timeout_ms, expires_at, tags, idempotency_key, lease, lease_expires_at, worker_id,
 	cancel_requested, cancel_reason, errors, result, replayed_from, created_at, updated_at,
-	started_at, finished_at, workflow_id, step, flow_key, held, dedupe`
+	started_at, finished_at, workflow_id, step, flow_key, held, dedupe,
+	progress, progress_message, progress_at, progress_attempt`
 
 // claimCols is jobCols without the columns a claim sets to values its
 // caller knows (status, lease_expires_at, worker_id, updated_at,
@@ -56,6 +57,9 @@ type jobRow struct {
 	replayedFrom, workflowID                         sql.NullInt64
 	step, flowKey, dedupe                            sql.NullString
 	cancelRequested, held                            int64
+	progress, progressAt                             sql.NullInt64
+	progressMsg                                      sql.NullString
+	progressAttempt                                  int
 }
 
 func scanJob(sc scanner) (*app.Job, error) {
@@ -63,10 +67,16 @@ func scanJob(sc scanner) (*app.Job, error) {
 	if err := sc.Scan(&r.j.ID, &r.j.Queue, &r.j.Kind, &r.payload, &r.status, &r.j.Priority, &r.runAt, &r.j.Attempts,
 		&r.j.MaxAttempts, &r.timeoutMS, &r.expiresAt, &r.tags, &r.idem, &r.j.Lease, &r.leaseExpiresAt, &r.workerID,
 		&r.cancelRequested, &r.cancelReason, &r.errs, &r.result, &r.replayedFrom, &r.createdAt, &r.updatedAt,
-		&r.startedAt, &r.finishedAt, &r.workflowID, &r.step, &r.flowKey, &r.held, &r.dedupe); err != nil {
+		&r.startedAt, &r.finishedAt, &r.workflowID, &r.step, &r.flowKey, &r.held, &r.dedupe,
+		&r.progress, &r.progressMsg, &r.progressAt, &r.progressAttempt); err != nil {
 		return nil, err
 	}
-	return r.job()
+	j, err := r.job()
+	if err == nil && r.progress.Valid {
+		pct := int(r.progress.Int64)
+		j.ShowProgress(r.progressAttempt, &pct, r.progressMsg.String, fromNullMS(r.progressAt))
+	}
+	return j, err
 }
 
 // scanClaimed scans a row of claimCols that a claim at now by worker took,
@@ -236,6 +246,10 @@ func conds(table string, cs []app.Cond) *where {
 			w.add(c.Field+" IN ("+strings.TrimSuffix(strings.Repeat("?,", len(args)), ",")+")", args...)
 		case app.OpHas:
 			w.add("EXISTS (SELECT 1 FROM json_each("+table+"."+c.Field+") WHERE json_each.value = ?)", c.Value)
+		case app.OpPayload:
+			payloadCond(w, table, c.Value.(app.PayloadMatch))
+		case app.OpContains:
+			errorCond(w, table, c.Value.(string))
 		case app.OpKeyLt, app.OpKeyLe, app.OpKeyGt:
 			k := c.Value.(*app.DeadKey)
 			w.add("("+c.Field+", id) "+strings.TrimPrefix(string(c.Op), "key")+" (?, ?)", ms(k.MovedAt), k.ID)

@@ -171,6 +171,7 @@ func (h *handler) routes(e *echo.Echo) {
 	h.workerRoutes(api)
 	h.settingsRoutes(api)
 	h.liveJobRoutes(api)
+	h.chartRoutes(api)
 }
 
 // bind decodes the JSON body into v: strict (unknown fields are errors),
@@ -396,7 +397,8 @@ func listInput(c echo.Context) (app.ListInput, error) {
 		return app.ListInput{}, err
 	}
 	return app.ListInput{Queue: c.QueryParam("queue"), Kind: c.QueryParam("kind"), Status: c.QueryParam("status"),
-		Tag: c.QueryParam("tag"), Key: c.QueryParam("key"), ReplayedFrom: int64(from), Workflow: int64(wf), Limit: limit, Cursor: c.QueryParam("cursor"), Asc: asc}, nil
+		Tag: c.QueryParam("tag"), Key: c.QueryParam("key"), ReplayedFrom: int64(from), Workflow: int64(wf), Limit: limit, Cursor: c.QueryParam("cursor"), Asc: asc,
+		JobQuery: app.ParseJobQuery(c.QueryParams())}, nil
 }
 
 func (h *handler) getJob(c echo.Context) error {
@@ -483,6 +485,8 @@ func (h *handler) heartbeat(c echo.Context) error {
 	}
 	var in struct {
 		leaseBody
+		// Progress and message, optional, go with the extend (api_progress.go).
+		app.ProgressInput
 		Extend *app.Duration `json:"extend"`
 	}
 	if err := bind(c, &in, smallBody, false); err != nil {
@@ -499,7 +503,7 @@ func (h *handler) heartbeat(c echo.Context) error {
 	if err := h.checkJob(c, id); err != nil {
 		return err
 	}
-	job, err := h.svc.Heartbeat(c.Request().Context(), id, lease, extend)
+	job, err := h.svc.HeartbeatProgress(c.Request().Context(), id, lease, extend, in.ProgressInput)
 	if err != nil {
 		return err
 	}
@@ -649,7 +653,7 @@ func (h *handler) claim(c echo.Context) error {
 		in.WorkerID = "http:" + c.RealIP()
 	}
 	jobs, err := h.svc.Claim(c.Request().Context(), c.Param("queue"), in)
-	return claimed(c, jobs, err)
+	return claimed(c, jobs, h.claimCommand(c, in.WorkerID), err)
 }
 
 // claimQueues is POST /api/claim: a claim over several queues, by weight
@@ -671,16 +675,20 @@ func (h *handler) claimQueues(c echo.Context) error {
 		in.WorkerID = "http:" + c.RealIP()
 	}
 	jobs, err := h.svc.ClaimQueues(c.Request().Context(), in)
-	return claimed(c, jobs, err)
+	return claimed(c, jobs, h.claimCommand(c, in.WorkerID), err)
 }
 
-// claimed answers a claim: {"jobs": [...]}, empty when nothing was handed out.
-func claimed(c echo.Context, jobs []*app.Job, err error) error {
+// claimed answers a claim: {"jobs": [...]}, empty when nothing was handed
+// out, and for a registered worker its "command" (api_workers.go).
+func claimed(c echo.Context, jobs []*app.Job, command string, err error) error {
 	if err != nil {
 		return err
 	}
 	if jobs == nil {
 		jobs = []*app.Job{}
+	}
+	if command != "" {
+		return c.JSON(http.StatusOK, map[string]any{"jobs": jobs, "command": command})
 	}
 	return c.JSON(http.StatusOK, map[string]any{"jobs": jobs})
 }

@@ -137,6 +137,11 @@ type jobsView struct {
 	NextURL       string
 	FirstURL      string
 	SortURL       string
+	// PayloadText is the payload filter as the form's field holds it;
+	// LiveLinks the bulk actions on the filter's jobs (pages_jobs_live.go).
+	PayloadText  string
+	TimeFiltered bool
+	LiveLinks    []formField
 }
 
 var jobStatuses = []string{"queued", "scheduled", "processing", "done", "cancelled", "dead_letter"}
@@ -145,8 +150,9 @@ var jobStatuses = []string{"queued", "scheduled", "processing", "done", "cancell
 func (p *pages) jobs(c echo.Context) error {
 	ctx := c.Request().Context()
 	v := jobsView{base: p.base(c, "Jobs", "jobs"), Statuses: jobStatuses}
-	in, err := listInput(c)
-	v.Filter = in
+	in, err := pageListInput(c)
+	v.Filter, v.PayloadText, v.LiveLinks = in, payloadText(in.JobQuery), liveBulkLinks(in)
+	v.TimeFiltered = in.CreatedAfter+in.CreatedBefore+in.RunAfter+in.RunBefore+in.FinishedAfter+in.FinishedBefore != ""
 	v.Order = "desc"
 	if in.Asc {
 		v.Order = "asc"
@@ -202,8 +208,8 @@ func (p *pages) jobsURL(in app.ListInput, order, cursor string) string {
 	if in.ReplayedFrom != 0 {
 		from = strconv.FormatInt(in.ReplayedFrom, 10)
 	}
-	return link("/jobs", "queue", in.Queue, "kind", in.Kind, "status", in.Status, "tag", in.Tag, "key", in.Key, "replayed_from", from,
-		"order", order, "limit", limit, "cursor", cursor)
+	return link("/jobs", append([]string{"queue", in.Queue, "kind", in.Kind, "status", in.Status, "tag", in.Tag, "key", in.Key, "replayed_from", from,
+		"order", order, "limit", limit, "cursor", cursor}, livePairs(in.JobQuery)...)...)
 }
 
 // queueNames lists the known queues for a filter's choices, with current
@@ -249,6 +255,8 @@ type jobView struct {
 	// ReplayedJobs lists the jobs made from the row.
 	ReplayedJobs string
 	QueueNames   []string
+	// Live is the progress bar and the attempts' log (pages_progress.go).
+	Live *liveView
 }
 
 // maxPayloadEdit is the largest payload (indented) the replay form offers
@@ -287,6 +295,10 @@ func (p *pages) renderJob(c echo.Context, job *app.Job, from string) error {
 		CanMove:   job.Status == app.StatusQueued || job.Status == app.StatusCancelled}
 	for _, e := range job.Errors {
 		v.Errors = append(v.Errors, attemptView{AttemptError: e, Text: textBlock(e.Error)})
+	}
+	var err error
+	if v.Live, err = p.jobLive(ctx, c, job); err != nil {
+		return err
 	}
 	if v.Dead != nil {
 		v.LastError = textBlock(v.Dead.LastError)

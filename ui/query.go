@@ -18,13 +18,21 @@ import (
 // naming it, never a list that quietly ignores the filter. A handler that
 // reads a new parameter adds it here, and to docs/api.md.
 var queryParams = map[string][]string{
-	"GET /api/jobs":               {"queue", "kind", "status", "tag", "key", "replayed_from", "workflow", "limit", "cursor", "order"},
+	"GET /api/jobs": {"queue", "kind", "status", "tag", "key", "replayed_from", "workflow", "limit", "cursor", "order",
+		"error", "created_after", "created_before", "run_after", "run_before", "finished_after", "finished_before"},
 	"GET /api/jobs/:id":           {"wait", "events"},
+	"GET /api/jobs/:id/log":       {"attempt", "after", "limit", "follow"},
 	"GET /api/dlq":                {"queue", "kind", "tag", "reason", "moved_after", "moved_before", "replayed", "limit", "cursor", "order"},
-	"GET /api/events":             {"queue", "kind"},
+	"GET /api/events":             {"queue", "kind", "job", "logs"},
 	"GET /api/audit":              {"action", "before", "limit"},
 	"GET /api/workflows":          {"status", "name", "limit", "cursor"},
 	"GET /api/queues/:queue/keys": {"limit"},
+}
+
+// queryPrefixes are the families of query parameters a route takes beside
+// queryParams: payload.PATH on GET /api/jobs (app.ParseJobQuery).
+var queryPrefixes = map[string][]string{
+	"GET /api/jobs": {app.PayloadParam},
 }
 
 // auditActions are the values GET /api/audit?action= takes: every action
@@ -32,7 +40,10 @@ var queryParams = map[string][]string{
 // each recorded action is here.
 var auditActions = []string{
 	"auth.denied", "dlq.move", "dlq.purge", "dlq.replay", "job.cancel",
-	"queue.drain", "queue.pause", "queue.resume", "workflow.cancel",
+	"jobs.cancel", "jobs.prioritize", "jobs.reschedule", "jobs.retry",
+	"periodic.create", "periodic.delete", "periodic.pause", "periodic.resume", "periodic.run", "periodic.update",
+	"queue.drain", "queue.pause", "queue.resume", "queue.settings", "queue.settings.reset", "workflow.cancel",
+	"worker.quiet", "worker.stop",
 }
 
 // checkQuery refuses a request to an /api/ route that carries a query
@@ -55,7 +66,7 @@ func (h *handler) checkQuery(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		sort.Strings(names)
 		for _, name := range names {
-			if !slices.Contains(takes, name) {
+			if !slices.Contains(takes, name) && !hasPrefix(name, queryPrefixes[route]) {
 				list := "none"
 				if len(takes) > 0 {
 					list = strings.Join(takes, ", ")
@@ -69,4 +80,14 @@ func (h *handler) checkQuery(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// hasPrefix reports whether name starts with one of prefixes (and goes on).
+func hasPrefix(name string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if len(name) > len(p) && strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
 }
