@@ -73,7 +73,7 @@ func TestBrowserSettings(t *testing.T) {
 			tb.wantText(".flash", "Periodic job cleanup created")
 			tb.wantText("#live-periodic", "cleanup", "@every 10m", "maint")
 			check("periodic")
-			tb.submit(`button[aria-label="Run cleanup now"]`)
+			tb.submit(`button[aria-label="Run now: cleanup"]`)
 			tb.wantText(".flash", "run now: job")
 			tb.submit(`button[aria-label="Pause cleanup"]`)
 			tb.wantText(".flash", "cleanup paused")
