@@ -157,7 +157,8 @@ func (m *Maintainer) Sweep(ctx context.Context) (SweepResult, error) {
 	// its later steps and its page), and go with it: after the default
 	// retention from the moment it finished.
 	pass(DeleteOldRequest{What: OldWorkflows, Before: now.Add(-def.Retention.D())}, &res.Workflows)
-	// Logs go with their job: those of jobs gone from both tables (progress.go).
+	// Logs go with their job (the SQL stores' triggers); the memory store's
+	// of jobs gone from both tables go here (progress.go).
 	pass(DeleteOldRequest{What: OldLogs, Before: now}, &res.Other)
 	evRet, auRet := s.Config.EventRetention.D(), s.Config.AuditRetention.D()
 	if evRet <= 0 {

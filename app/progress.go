@@ -21,8 +21,9 @@ import (
 // and stream, of which the store keeps the last Config's log_kib KiB
 // (LogSize of each line); an append drops the oldest lines beyond that in
 // its own transaction. Logs stay while the job is in the jobs table or the
-// dead-letter table (same id); the retention pass deletes the logs of jobs
-// gone from both (OldLogs).
+// dead-letter table (same id) and go with the job when it leaves the last
+// of them: the SQL stores' triggers delete them in the same statement, the
+// memory store in the retention pass (OldLogs).
 
 // Events of progress and logs. Neither is recorded in the events table
 // (Transient): they are published on the Bus after the commit, job.log
@@ -63,7 +64,8 @@ const (
 
 // OldLogs is the DeleteOld kind of logs whose job is gone from both the
 // jobs and the dead-letter table (their progress too): each pass deletes at
-// most Limit lines of attempts whose last line came before Before.
+// most Limit lines of attempts whose last line came before Before. Only the
+// memory store has any: the SQL stores delete a log with its job.
 const OldLogs = "logs"
 
 // Log streams: what wrote a line.
