@@ -287,3 +287,25 @@ func TestLogHonoursTokenScopeAndRole(t *testing.T) {
 		t.Fatalf("a read token reading a log: %d %s", a.status, a.body)
 	}
 }
+
+// The job page lists the attempts that have lines and the current one,
+// whatever ?attempt= asks for: a reader asking for attempt 9e12 gets the
+// page at once (it once counted up to it, pinning a core).
+func TestJobPageAttemptListIsTheJobs(t *testing.T) {
+	s := newServer(t, ui.Options{}, true)
+	id := num(s.submit(`{"queue":"imports","kind":"csv"}`), "id")
+	c := s.claim("imports")
+	if a := s.post(fmt.Sprintf("/api/jobs/%d/log", id), fmt.Sprintf(`{"lease":%d,"line":"one"}`, num(c, "lease"))); a.status != 200 {
+		t.Fatalf("log: %d %s", a.status, a.body)
+	}
+	a := s.get(fmt.Sprintf("/jobs/%d?attempt=9000000000000", id))
+	if a.status != 200 {
+		t.Fatalf("page: %d %s", a.status, a.body)
+	}
+	if n := strings.Count(string(a.body), "?attempt="); n < 1 || n > 3 {
+		t.Fatalf("the page links %d attempts, want those of the job (1)", n)
+	}
+	if strings.Contains(string(a.body), "?attempt=2") {
+		t.Fatalf("the page links an attempt the job never had")
+	}
+}

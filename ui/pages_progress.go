@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
@@ -83,15 +84,20 @@ func (p *pages) jobLive(ctx context.Context, c echo.Context, job *app.Job) (*liv
 			v.Skipped += len(lines) - pageLogLines
 			lines = lines[len(lines)-pageLogLines:]
 		}
+		// The list is the attempts with lines and the job's current one,
+		// never a range up to ?attempt= (which a reader may set to 9e12).
 		logged := map[int]bool{}
 		for _, a := range l.Attempts {
 			logged[a] = true
 		}
+		shown := slices.Clone(l.Attempts)
+		if job.Attempts > 0 && !logged[job.Attempts] {
+			shown = append(shown, job.Attempts)
+		}
+		slices.Sort(shown)
 		v.Attempts = v.Attempts[:0]
-		for n := 1; n <= max(job.Attempts, l.Attempt); n++ {
-			if logged[n] || n == job.Attempts {
-				v.Attempts = append(v.Attempts, attemptLink{N: n, Href: "?attempt=" + strconv.Itoa(n), Current: n == l.Attempt, Logged: logged[n]})
-			}
+		for _, n := range shown {
+			v.Attempts = append(v.Attempts, attemptLink{N: n, Href: "?attempt=" + strconv.Itoa(n), Current: n == l.Attempt, Logged: logged[n]})
 		}
 		if l.NextAfter == 0 {
 			break
