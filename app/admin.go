@@ -299,8 +299,11 @@ func (in *BulkInput) check(action string) error {
 	if (in.MovedAfter != nil || in.MovedBefore != nil) && action == BulkMove {
 		return Invalid("moved_after", "moved_after and moved_before are for replay and purge")
 	}
-	if in.Rate < 0 || in.Rate > 1e6 || (in.Rate > 0 && action != BulkReplay) {
+	if in.Rate != 0 && action != BulkReplay {
 		return Invalid("rate", "rate is for replay: new jobs per second, positive")
+	}
+	if err := checkRate(in.Rate); err != nil {
+		return err
 	}
 	if (in.Set != nil || in.IncludeReplayed) && action != BulkReplay {
 		return Invalid("set", "set and include_replayed are for replay")
@@ -418,17 +421,17 @@ func (s *Service) BulkDead(ctx context.Context, action string, in BulkInput, act
 	ctx = context.WithoutCancel(ctx)
 	total := 0
 	f.Asc, f.Limit = true, BulkBatch
-	var spacing time.Duration
-	if in.Rate > 0 {
-		spacing = time.Duration(float64(time.Second) / in.Rate)
-	}
+	spacing := rateSpacing(in.Rate)
+	audit := AuditEntry{Actor: actor, Action: "dlq." + action, Filter: in.auditFilter()}
 	for len(top) > 0 {
 		var n int
 		var last int64
 		if action == BulkReplay {
-			jobs, err := Replay(ctx, s.Store, ReplayRequest{Filter: f, RunAt: start.Add(spacing * time.Duration(total)), Spacing: spacing, Override: in.Set})
+			at, sp, fit := spreadBatch(start, now, spacing, total) // saturates at now + MaxDelay
+			f.Limit = fit
+			jobs, err := Replay(ctx, s.Store, ReplayRequest{Filter: f, RunAt: at, Spacing: sp, Override: in.Set})
 			if err != nil {
-				return &BulkResult{Count: total}, err
+				return &BulkResult{Count: total}, auditStopped(ctx, s.Store, audit, total, err)
 			}
 			n = len(jobs)
 			if n > 0 {
@@ -437,7 +440,7 @@ func (s *Service) BulkDead(ctx context.Context, action string, in BulkInput, act
 		} else {
 			ids, err := Purge(ctx, s.Store, f, nil)
 			if err != nil {
-				return &BulkResult{Count: total}, err
+				return &BulkResult{Count: total}, auditStopped(ctx, s.Store, audit, total, err)
 			}
 			n = len(ids)
 			if n > 0 {
@@ -445,12 +448,13 @@ func (s *Service) BulkDead(ctx context.Context, action string, in BulkInput, act
 			}
 		}
 		total += n
-		if n < BulkBatch {
+		if n < f.Limit {
 			break
 		}
 		f.AfterID = last
 	}
-	if err := RecordAudit(ctx, s.Store, AuditEntry{Actor: actor, Action: "dlq." + action, Filter: in.auditFilter(), Count: total}); err != nil {
+	audit.Count = total
+	if err := RecordAudit(ctx, s.Store, audit); err != nil {
 		return &BulkResult{Count: total}, err
 	}
 	return &BulkResult{Count: total}, nil
@@ -501,6 +505,11 @@ func (s *Service) bulkJobs(ctx context.Context, action string, f JobFilter, in B
 	ctx = context.WithoutCancel(ctx)
 	total := 0
 	f.Asc, f.Limit = true, BulkBatch
+	name := "dlq.move"
+	if action != BulkMove {
+		name = "queue.drain"
+	}
+	audit := AuditEntry{Actor: actor, Action: name, Filter: in.auditFilter()}
 	for len(top) > 0 {
 		var ids []int64
 		if action == BulkMove {
@@ -509,7 +518,7 @@ func (s *Service) bulkJobs(ctx context.Context, action string, f JobFilter, in B
 			ids, err = Drain(ctx, s.Store, f, nil)
 		}
 		if err != nil {
-			return &BulkResult{Count: total}, err
+			return &BulkResult{Count: total}, auditStopped(ctx, s.Store, audit, total, err)
 		}
 		total += len(ids)
 		if len(ids) < BulkBatch {
@@ -517,11 +526,8 @@ func (s *Service) bulkJobs(ctx context.Context, action string, f JobFilter, in B
 		}
 		f.AfterID = ids[len(ids)-1]
 	}
-	name := "dlq.move"
-	if action != BulkMove {
-		name = "queue.drain"
-	}
-	if err := RecordAudit(ctx, s.Store, AuditEntry{Actor: actor, Action: name, Filter: in.auditFilter(), Count: total}); err != nil {
+	audit.Count = total
+	if err := RecordAudit(ctx, s.Store, audit); err != nil {
 		return &BulkResult{Count: total}, err
 	}
 	return &BulkResult{Count: total}, nil

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -37,6 +38,66 @@ const (
 	// FaultReprioritize fires after a queued job's priority changed.
 	FaultReprioritize FaultPoint = "reprioritize.after_update"
 )
+
+// ErrLiveFilterRequired is the live bulk actions' ErrFilterRequired (it
+// matches that too): they need ids, a queue, kind, tag, key, workflow,
+// replayed_from, a payload field or an error text, or allow_all; status and
+// the time ranges only narrow.
+var ErrLiveFilterRequired = fmt.Errorf("live jobs: %w", ErrFilterRequired)
+
+// The rates a bulk retry, reschedule or replay spreads its jobs at, in
+// jobs per second: at slowest one per 1000 s, so the spacing is at most
+// 1000 s and a spread of any length is computed without overflow.
+const (
+	MinRate = 0.001
+	MaxRate = 1e6
+)
+
+// checkRate refuses a rate outside MinRate..MaxRate (zero: none given).
+func checkRate(rate float64) error {
+	if rate != 0 && !(rate >= MinRate && rate <= MaxRate) {
+		return Invalid("rate", "rate must be between %g and %g jobs per second", MinRate, MaxRate)
+	}
+	return nil
+}
+
+// rateSpacing is the time between two jobs spread at rate jobs per second
+// (one checkRate let through); zero for no rate.
+func rateSpacing(rate float64) time.Duration {
+	if rate <= 0 {
+		return 0
+	}
+	return time.Duration(float64(time.Second) / rate)
+}
+
+// spreadAt is when the nth job (from 0) of a spread spacing apart from
+// start runs: start + n×spacing, but never later than MaxDelay after now
+// (the spread saturates there, with no overflow however long it is).
+func spreadAt(start, now time.Time, spacing time.Duration, n int) time.Time {
+	if spacing <= 0 || n <= 0 {
+		return start
+	}
+	last := now.Add(MaxDelay)
+	room := last.Sub(start)
+	if room <= 0 || int64(n) > int64(room/spacing) {
+		return last
+	}
+	return start.Add(spacing * time.Duration(n))
+}
+
+// spreadBatch is, for a batch of a spread that has placed done jobs, when
+// its first job runs, the spacing to give it and how many of its jobs fit
+// before the MaxDelay cap (at most BulkBatch): a batch given no more
+// than that many jobs ends at or before the cap, and once the spread
+// reached the cap the rest all run there.
+func spreadBatch(start, now time.Time, spacing time.Duration, done int) (time.Time, time.Duration, int) {
+	at := spreadAt(start, now, spacing, done)
+	room := now.Add(MaxDelay).Sub(at)
+	if spacing <= 0 || room <= 0 {
+		return at, 0, BulkBatch
+	}
+	return at, spacing, int(min(int64(room/spacing)+1, BulkBatch))
+}
 
 // LiveBulkInput is the body of POST /api/jobs/cancel, /retry, /reschedule
 // and /prioritize: the filters of GET /api/jobs (at least ids, a queue,
@@ -114,8 +175,11 @@ func (in *LiveBulkInput) check(action string, now time.Time) (JobFilter, error) 
 		}
 	}
 	f.IDs, f.Limit = in.IDs, 0
-	if in.Rate < 0 || in.Rate > 1e6 || (in.Rate > 0 && action != LiveRetry && action != LiveReschedule) {
+	if in.Rate != 0 && action != LiveRetry && action != LiveReschedule {
 		return f, Invalid("rate", "rate is for retry and reschedule: jobs per second, positive")
+	}
+	if err := checkRate(in.Rate); err != nil {
+		return f, err
 	}
 	if (in.RunAt != nil || in.Delay != nil) && action != LiveReschedule {
 		return f, Invalid("run_at", "run_at and delay are for reschedule")
@@ -132,7 +196,7 @@ func (in *LiveBulkInput) check(action string, now time.Time) (JobFilter, error) 
 		return f, Invalid("priority", "priority must be between %d and %d", -MaxPriority, MaxPriority)
 	}
 	if !in.real() && !in.AllowAll {
-		return f, ErrFilterRequired
+		return f, ErrLiveFilterRequired
 	}
 	if in.Bound != "" {
 		id, _, err := DecodeCursor(in.Bound)
@@ -188,7 +252,8 @@ func (in *LiveBulkInput) auditFilter(action string) json.RawMessage {
 // when the dry run whose bound it carries counted), in transactions of at
 // most BulkBatch jobs so other writers never wait long; and records one
 // audit entry (jobs.cancel, ...) with the filter and the count, in the
-// transaction of its last batch. Like the DLQ's bulk actions it runs to the
+// transaction of its last batch, or, if it stops part-way, in a write of
+// its own for what the committed batches changed (auditStopped). Like the DLQ's bulk actions it runs to the
 // end even if ctx is cancelled. A dry run changes nothing and is not audited.
 func (s *Service) BulkLive(ctx context.Context, action string, in LiveBulkInput, actor string) (*LiveBulkResult, error) {
 	now := s.Clock.Now()
@@ -231,10 +296,7 @@ func (s *Service) BulkLive(ctx context.Context, action string, in LiveBulkInput,
 		res.Count, res.Skipped = res.Changed, max(res.Matched-res.Changed, 0)
 		return res, nil
 	}
-	var spacing time.Duration
-	if in.Rate > 0 {
-		spacing = time.Duration(float64(time.Second) / in.Rate)
-	}
+	spacing := rateSpacing(in.Rate)
 	audit := &AuditEntry{Actor: actor, Action: "jobs." + action, Filter: in.auditFilter(action)}
 	fe.Asc, fe.Limit = true, BulkBatch
 	for ok {
@@ -247,7 +309,7 @@ func (s *Service) BulkLive(ctx context.Context, action string, in LiveBulkInput,
 			}
 			err = batchEnds(tx, func(tx Tx) error {
 				for _, j := range jobs {
-					at := start.Add(spacing * time.Duration(res.Changed+len(ids)))
+					at := spreadAt(start, now, spacing, res.Changed+len(ids))
 					if err := liveStep(tx, action, j, at, in.Priority); err != nil {
 						return err
 					}
@@ -262,7 +324,7 @@ func (s *Service) BulkLive(ctx context.Context, action string, in LiveBulkInput,
 		})
 		if err != nil {
 			res.Count = res.Changed
-			return res, fmt.Errorf("%s jobs after %d: %w", action, res.Changed, err)
+			return res, auditStopped(ctx, s.Store, *audit, res.Changed, fmt.Errorf("%s jobs after %d: %w", action, res.Changed, err))
 		}
 		res.Changed += len(ids)
 		if len(ids) < BulkBatch {
@@ -277,6 +339,20 @@ func (s *Service) BulkLive(ctx context.Context, action string, in LiveBulkInput,
 	}
 	res.Count, res.Skipped = res.Changed, max(res.Matched-res.Changed, 0)
 	return res, nil
+}
+
+// auditStopped records audit for the n rows a bulk action changed before
+// it stopped with err (its own write: the batches that did commit are on
+// record even though the action is not whole), and returns err, joined
+// with the audit's own error if that write fails too. With n zero nothing
+// changed and nothing is recorded. The live bulk actions and the
+// dead-letter queue's follow this one rule.
+func auditStopped(ctx context.Context, w Writer, audit AuditEntry, n int, err error) error {
+	if n == 0 {
+		return err
+	}
+	audit.Count = n
+	return errors.Join(err, RecordAudit(ctx, w, audit))
 }
 
 // auditLive records a live action that changed nothing (none matched).

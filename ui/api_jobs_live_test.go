@@ -128,3 +128,29 @@ func TestLiveBulkRoutesRefuseWhatTheyShould(t *testing.T) {
 		t.Fatalf("reschedule dry run over everything: %d %s", a.status, a.body)
 	}
 }
+
+// The live actions name their own filters when they refuse an empty one,
+// and refuse a rate too slow to spread jobs without overflow.
+func TestLiveBulkFilterMessageAndRate(t *testing.T) {
+	s := newServer(t, ui.Options{}, false)
+	if a := s.post("/api/jobs", `{"queue":"c","kind":"k"}`); a.status != 201 {
+		t.Fatal(a.status, string(a.body))
+	}
+	a := s.post("/api/jobs/cancel", `{}`)
+	msg := string(a.body)
+	if a.status != 400 || a.code(t) != "filter_required" || !strings.Contains(msg, "key, workflow, replayed_from, a payload field or error text") ||
+		!strings.Contains(msg, "status and the time ranges only narrow it") || strings.Contains(msg, "moved_before") {
+		t.Errorf("POST /api/jobs/cancel {}: %d %s, want filter_required naming the live filters", a.status, msg)
+	}
+	if a := s.post("/api/dlq/purge", `{}`); a.status != 400 || !strings.Contains(string(a.body), "moved_before only narrow it") {
+		t.Errorf("POST /api/dlq/purge {}: %d %s, want the DLQ's filter_required", a.status, a.body)
+	}
+	for _, body := range []string{`{"queue":"c","rate":1e-10,"delay":"1m"}`, `{"queue":"c","rate":0.0009,"delay":"1m"}`, `{"queue":"c","rate":2e6,"delay":"1m"}`} {
+		if a := s.post("/api/jobs/reschedule", body); a.status != 400 || a.code(t) != "invalid_field" || !strings.Contains(string(a.body), `"field":"rate"`) {
+			t.Errorf("reschedule %s: %d %s, want 400 invalid_field rate", body, a.status, a.body)
+		}
+	}
+	if a := s.post("/api/jobs/reschedule", `{"queue":"c","rate":0.001,"delay":"1m"}`); a.status != 200 || num(a.json(t), "changed") != 1 {
+		t.Errorf("reschedule at the slowest rate: %d %s", a.status, a.body)
+	}
+}

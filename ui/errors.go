@@ -58,6 +58,8 @@ func toAPIError(err error) (*apiError, bool) {
 		return newError(http.StatusConflict, "once_held", "%s", message(err)), true
 	case errors.Is(err, app.ErrQueueFull):
 		return newError(http.StatusTooManyRequests, "queue_full", "%s", message(err)), true
+	case errors.Is(err, app.ErrLiveFilterRequired):
+		return newError(http.StatusBadRequest, "filter_required", "a bulk action on jobs needs ids, a queue, kind, tag, key, workflow, replayed_from, a payload field or error text, or \"allow_all\": true (status and the time ranges only narrow it)"), true
 	case errors.Is(err, app.ErrFilterRequired):
 		return newError(http.StatusBadRequest, "filter_required", "a bulk action needs ids, a queue, kind or tag, or \"allow_all\": true (reason, older_than, moved_after and moved_before only narrow it)"), true
 	case errors.Is(err, app.ErrTooManyWaiters):

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +25,8 @@ func init() {
 	extraCases["LiveBulkRetryRescheduleAndPrioritize"] = testLiveBulkRetryReschedulePrioritize
 	extraCases["LiveBulkKeyedJobs"] = testLiveBulkKeyedJobs
 	extraCases["LiveBulkInBatches"] = testLiveBulkInBatches
+	extraCases["LiveBulkRateSaturates"] = testLiveBulkRateSaturates
+	extraCases["FaultLiveBulkAuditsCommittedBatches"] = testFaultLiveBulkAuditsCommittedBatches
 
 	faultCases = append(faultCases,
 		faultCase{"bulk cancel of live jobs", app.FaultCancel, 1, func(e *env) func() error {
@@ -325,8 +328,8 @@ func testLiveBulkGuard(e *env) {
 		"status alone": {Status: "queued"},
 		"a time alone": {JobQuery: app.JobQuery{CreatedBefore: "1h"}},
 	} {
-		if _, err := svc.BulkLive(e.ctx, app.LiveCancel, in, "tester"); !errors.Is(err, app.ErrFilterRequired) {
-			e.t.Errorf("%s: %v, want ErrFilterRequired", name, err)
+		if _, err := svc.BulkLive(e.ctx, app.LiveCancel, in, "tester"); !errors.Is(err, app.ErrLiveFilterRequired) || !errors.Is(err, app.ErrFilterRequired) {
+			e.t.Errorf("%s: %v, want ErrLiveFilterRequired (an ErrFilterRequired)", name, err)
 		}
 	}
 	d := app.Duration(time.Minute)
@@ -454,5 +457,115 @@ func testLiveBulkInBatches(e *env) {
 	}
 	if a, _ := e.s.ListAudit(e.ctx, app.AuditFilter{Action: "jobs.cancel", Limit: 10}); len(a) != 1 || a[0].Count != n {
 		e.t.Fatalf("audit = %+v, want one entry of %d", a, n)
+	}
+}
+
+// A rate spreads run_at from the first job, at most 1000 s apart (rate
+// 0.001/s), and saturates at MaxDelay from now: the live retry and
+// reschedule and the DLQ's replay alike, never overflowing.
+func testLiveBulkRateSaturates(e *env) {
+	svc := e.service(nil)
+	now := e.clock.Now()
+	last := now.Add(app.MaxDelay)
+	d := app.Duration(app.MaxDelay - 1500*time.Second)
+	for name, c := range map[string]struct {
+		action string
+		rate   float64
+	}{
+		"live reschedule, 1e-10": {app.LiveReschedule, 1e-10},
+		"live retry, 0.0009":     {app.LiveRetry, 0.0009},
+		"live reschedule, 2e6":   {app.LiveReschedule, 2e6},
+		"live reschedule, -1":    {app.LiveReschedule, -1},
+	} {
+		in := app.LiveBulkInput{Queue: "s", Rate: c.rate}
+		if c.action == app.LiveReschedule {
+			in.Delay = &d
+		}
+		var ie *app.InvalidError
+		if _, err := svc.BulkLive(e.ctx, c.action, in, "tester"); !errors.As(err, &ie) || ie.Field != "rate" {
+			e.t.Errorf("%s: %v, want invalid rate", name, err)
+		}
+	}
+	for _, rate := range []float64{1e-10, 0.0009, 2e6} {
+		var ie *app.InvalidError
+		if _, err := svc.BulkDead(e.ctx, app.BulkReplay, app.BulkInput{Queue: "s", Rate: rate}, "tester"); !errors.As(err, &ie) || ie.Field != "rate" {
+			e.t.Errorf("DLQ replay at %g/s: %v, want invalid rate", rate, err)
+		}
+	}
+	want := []time.Time{last.Add(-1500 * time.Second), last.Add(-500 * time.Second), last, last}
+
+	jobs := e.submitN(4, "s", "k")
+	if _, err := svc.BulkLive(e.ctx, app.LiveReschedule, app.LiveBulkInput{Queue: "s", Delay: &d, Rate: app.MinRate}, "tester"); err != nil {
+		e.t.Fatal(err)
+	}
+	for i, j := range jobs {
+		if at := e.get(j.ID).RunAt; !at.Equal(want[i]) {
+			e.t.Errorf("live reschedule at 0.001/s, job %d: run_at %v, want %v", i, at, want[i])
+		}
+	}
+
+	if _, err := svc.BulkDead(e.ctx, app.BulkMove, app.BulkInput{Queue: "s"}, "tester"); err != nil {
+		e.t.Fatal(err)
+	}
+	res, err := svc.BulkDead(e.ctx, app.BulkReplay, app.BulkInput{Queue: "s", Delay: &d, Rate: app.MinRate}, "tester")
+	if err != nil || res.Count != 4 {
+		e.t.Fatalf("DLQ replay at 0.001/s = %+v, %v; want 4", res, err)
+	}
+	replayed, err := e.s.List(e.ctx, app.JobFilter{Queue: "s", StatusIn: []app.Status{app.StatusQueued}, Asc: true, Limit: 10})
+	if err != nil || len(replayed) != 4 {
+		e.t.Fatalf("replayed jobs: %d, %v; want 4", len(replayed), err)
+	}
+	for i, j := range replayed {
+		if !j.RunAt.Equal(want[i]) {
+			e.t.Errorf("DLQ replay at 0.001/s, job %d: run_at %v, want %v", i, j.RunAt, want[i])
+		}
+	}
+}
+
+// A bulk action that stops part-way has the batches it committed on
+// record: one audit entry whose count is the jobs changed. The live
+// cancel and the DLQ's move follow the same rule.
+func testFaultLiveBulkAuditsCommittedBatches(e *env) {
+	svc := e.service(nil)
+	for _, c := range []struct {
+		queue, audit string
+		run          func(queue string) error
+		changed      func(queue string) int
+	}{
+		{"lc", "jobs.cancel", func(q string) error {
+			_, err := svc.BulkLive(e.ctx, app.LiveCancel, app.LiveBulkInput{Queue: q}, "tester")
+			return err
+		}, func(q string) int {
+			n, _ := e.s.CountJobs(e.ctx, app.JobFilter{Queue: q, Status: "cancelled"})
+			return n
+		}},
+		{"dm", "dlq.move", func(q string) error {
+			_, err := svc.BulkDead(e.ctx, app.BulkMove, app.BulkInput{Queue: q}, "tester")
+			return err
+		}, func(q string) int {
+			n, _ := e.s.CountDead(e.ctx, app.DeadFilter{Queue: q})
+			return n
+		}},
+	} {
+		jobs := e.submitN(app.BulkBatch+5, c.queue, "k")
+		stop := jobs[app.BulkBatch+2].ID // in the second batch
+		e.setFault(func(_ context.Context, _ app.FaultPoint, id int64) error {
+			if id == stop {
+				return errInjected
+			}
+			return nil
+		})
+		err := c.run(c.queue)
+		e.setFault(nil)
+		if !errors.Is(err, errInjected) {
+			e.t.Fatalf("%s with a fault in the second batch: %v, want the fault", c.audit, err)
+		}
+		n := c.changed(c.queue)
+		if n != app.BulkBatch {
+			e.t.Fatalf("%s: %d changed, want the first batch (%d)", c.audit, n, app.BulkBatch)
+		}
+		if a, _ := e.s.ListAudit(e.ctx, app.AuditFilter{Action: c.audit, Limit: 10}); len(a) != 1 || a[0].Count != n || !strings.Contains(string(a[0].Filter), c.queue) {
+			e.t.Fatalf("%s audit after the fault = %+v, want one entry of %d with the filter", c.audit, a, n)
+		}
 	}
 }
