@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -62,8 +63,17 @@ const (
 	// WorkerRetention is how long after its last heartbeat a worker's row
 	// stays; the retention sweep deletes older ones.
 	WorkerRetention = time.Hour
-	// MaxWorkersListed bounds GET /api/workers.
+	// MaxWorkersListed bounds GET /api/workers; a longer list is cut and
+	// says so (truncated).
 	MaxWorkersListed = 1000
+	// MaxWorkerPID is the largest pid a worker registers with: 2^31-1, a
+	// 32-bit signed pid (Linux pids are at most 2^22). PostgreSQL keeps it
+	// in an integer column.
+	MaxWorkerPID = math.MaxInt32
+	// MaxWorkerCount bounds the counts of a heartbeat (in_flight, done,
+	// failed): 2^53, the largest integer every JSON reader (JavaScript's
+	// numbers) keeps exactly; every store keeps it in 64 bits.
+	MaxWorkerCount = 1 << 53
 	// workerCacheTTL is how long a claim trusts what it read of its
 	// worker's command (see Service.WorkerCommand): a quiet or stop given
 	// on another node reaches claims here within it.
@@ -80,8 +90,12 @@ var ErrWorkerNotFound = fmt.Errorf("worker not registered: %w", ErrNotFound)
 // WorkerStore reads the worker registry (its changes go through the
 // Writer: RegisterWorker, BeatWorker, SetWorkerCommand, PruneWorkers).
 type WorkerStore interface {
-	// Workers returns up to limit registered workers in id order.
+	// Workers returns up to limit registered workers in id order, the
+	// bytes of the ids compared (COLLATE "C" on PostgreSQL).
 	Workers(ctx context.Context, limit int) ([]*Worker, error)
+	// Worker reads worker id, one read by primary key; none registered is
+	// ErrNotFound.
+	Worker(ctx context.Context, id string) (*Worker, error)
 	// WorkerCommand reads the command of worker id, one read by primary
 	// key (a claim's check); none registered is ErrNotFound.
 	WorkerCommand(ctx context.Context, id string) (string, error)
@@ -220,8 +234,8 @@ func (in WorkerInput) check(now time.Time) (*Worker, error) {
 	switch {
 	case in.Host == "" || len(in.Host) > maxWorkerHostBytes || !printable(in.Host, false):
 		return nil, Invalid("host", "host is 1-%d bytes of printable characters without spaces", maxWorkerHostBytes)
-	case in.PID <= 0:
-		return nil, Invalid("pid", "pid is the worker's process id, a positive number")
+	case in.PID <= 0 || in.PID > MaxWorkerPID:
+		return nil, Invalid("pid", "pid is the worker's process id: 1 to %d", MaxWorkerPID)
 	case len(in.Version) > maxWorkerVersionBytes || !printable(in.Version, true):
 		return nil, Invalid("version", "version is at most %d bytes of printable characters", maxWorkerVersionBytes)
 	case in.Concurrency < 1 || in.Concurrency > MaxClaim*MaxClaimQueues:
@@ -381,8 +395,13 @@ func (s *Service) WorkerHeartbeat(ctx context.Context, id string, b WorkerBeat) 
 	if err := ValidateWorkerID(id); err != nil {
 		return "", err
 	}
-	if b.InFlight < 0 || b.Done < 0 || b.Failed < 0 {
-		return "", Invalid("in_flight", "in_flight, done and failed are counts: zero or more")
+	for _, c := range []struct {
+		field string
+		n     int64
+	}{{"in_flight", int64(b.InFlight)}, {"done", b.Done}, {"failed", b.Failed}} {
+		if c.n < 0 || c.n > MaxWorkerCount {
+			return "", Invalid(c.field, "a count of the worker's jobs: 0 to %d", int64(MaxWorkerCount))
+		}
 	}
 	wk, err := BeatWorker(ctx, s.Store, id, b)
 	if err != nil {
@@ -392,30 +411,33 @@ func (s *Service) WorkerHeartbeat(ctx context.Context, id string, b WorkerBeat) 
 	return wk.Command, nil
 }
 
-// Worker returns worker id with its state; an unknown id is
-// ErrWorkerNotFound.
+// Worker returns worker id with its state, one read by primary key
+// (whether or not the list shows it); an unknown id is ErrWorkerNotFound.
 func (s *Service) Worker(ctx context.Context, id string) (*Worker, error) {
 	if err := ValidateWorkerID(id); err != nil {
 		return nil, err
 	}
-	ws, err := s.Workers(ctx)
+	w, err := s.Store.Worker(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil, ErrWorkerNotFound
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read worker %s: %w", id, err)
 	}
-	for _, w := range ws {
-		if w.ID == id {
-			return w, nil
-		}
-	}
-	return nil, ErrWorkerNotFound
+	w.State = WorkerState(w, s.Clock.Now())
+	return w, nil
 }
 
-// Workers lists the registered workers (at most MaxWorkersListed) in id
-// order, each with its state as of now.
-func (s *Service) Workers(ctx context.Context) ([]*Worker, error) {
-	ws, err := s.Store.Workers(ctx, MaxWorkersListed)
+// Workers lists the registered workers in id order (the bytes of the ids
+// compared), each with its state as of now: at most MaxWorkersListed, and
+// truncated says more are registered.
+func (s *Service) Workers(ctx context.Context) (ws []*Worker, truncated bool, err error) {
+	ws, err = s.Store.Workers(ctx, MaxWorkersListed+1)
 	if err != nil {
-		return nil, fmt.Errorf("list workers: %w", err)
+		return nil, false, fmt.Errorf("list workers: %w", err)
+	}
+	if len(ws) > MaxWorkersListed {
+		ws, truncated = ws[:MaxWorkersListed], true
 	}
 	now := s.Clock.Now()
 	for _, w := range ws {
@@ -424,7 +446,7 @@ func (s *Service) Workers(ctx context.Context) ([]*Worker, error) {
 	if ws == nil {
 		ws = []*Worker{}
 	}
-	return ws, nil
+	return ws, truncated, nil
 }
 
 // SetWorkerCommand tells worker id to quiet or stop, as actor (audited as

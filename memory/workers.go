@@ -72,7 +72,7 @@ func (t *tx) DeleteWorkers(before time.Time, limit int) (int, error) {
 	return dropKeys(t, t.s.workerMap(), limit, func(_ string, w *app.Worker) bool { return w.LastSeenAt.Before(before) }), nil
 }
 
-// Workers implements app.WorkerStore.
+// Workers implements app.WorkerStore: Go compares strings byte by byte.
 func (s *Store) Workers(ctx context.Context, limit int) ([]*app.Worker, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -85,6 +85,17 @@ func (s *Store) Workers(ctx context.Context, limit int) ([]*app.Worker, error) {
 		out = out[:limit]
 	}
 	return out, nil
+}
+
+// Worker implements app.WorkerStore.
+func (s *Store) Worker(ctx context.Context, id string) (*app.Worker, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.workers[id]
+	if !ok {
+		return nil, app.ErrNotFound
+	}
+	return copyWorker(w), nil
 }
 
 // WorkerCommand implements app.WorkerStore.

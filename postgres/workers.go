@@ -82,13 +82,27 @@ func (w *wtx) DeleteWorkers(before time.Time, limit int) (int, error) {
 	return int(tag.RowsAffected()), nil
 }
 
-// Workers implements app.WorkerStore.
+// Workers implements app.WorkerStore: in byte order (COLLATE "C") as
+// SQLite and memory list them, whatever the database's collation.
 func (s *Store) Workers(ctx context.Context, limit int) ([]*app.Worker, error) {
-	out, err := readRows(ctx, s, scanWorker, `SELECT `+workerCols+` FROM workers ORDER BY id LIMIT $1`, limit)
+	out, err := readRows(ctx, s, scanWorker, `SELECT `+workerCols+` FROM workers ORDER BY id COLLATE "C" LIMIT $1`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list workers: %w", err)
 	}
 	return out, nil
+}
+
+// Worker implements app.WorkerStore: one read by primary key.
+func (s *Store) Worker(ctx context.Context, id string) (*app.Worker, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	w, err := scanWorker(s.pool.QueryRow(ctx, `SELECT `+workerCols+` FROM workers WHERE id = $1`, id))
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return w, nil
 }
 
 // WorkerCommand implements app.WorkerStore: one read by primary key.

@@ -75,7 +75,8 @@ func (w *wtx) DeleteWorkers(before time.Time, limit int) (int, error) {
 	return int(n), err
 }
 
-// Workers implements app.WorkerStore.
+// Workers implements app.WorkerStore: the id column's BINARY collation is
+// byte order.
 func (s *Store) Workers(ctx context.Context, limit int) ([]*app.Worker, error) {
 	rows, err := s.rdb.QueryContext(ctx, `SELECT `+workerCols+` FROM workers ORDER BY id LIMIT ?`, limit)
 	out, err := collect(rows, err, scanWorker)
@@ -83,6 +84,15 @@ func (s *Store) Workers(ctx context.Context, limit int) ([]*app.Worker, error) {
 		return nil, fmt.Errorf("list workers: %w", mapErr(err))
 	}
 	return out, nil
+}
+
+// Worker implements app.WorkerStore: one read by primary key.
+func (s *Store) Worker(ctx context.Context, id string) (*app.Worker, error) {
+	w, err := scanWorker(s.rdb.QueryRowContext(ctx, `SELECT `+workerCols+` FROM workers WHERE id = ?`, id))
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return w, nil
 }
 
 // WorkerCommand implements app.WorkerStore: one read by primary key.

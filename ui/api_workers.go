@@ -121,15 +121,17 @@ func (h *handler) workerHeartbeat(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"command": cmd})
 }
 
-// listWorkers is GET /api/workers: {"workers": [...]}, each with its
-// state; a token with a queue list sees only the workers whose queues are
-// all on it.
+// listWorkers is GET /api/workers: {"workers": [...], "truncated"}, each
+// with its state, the first app.MaxWorkersListed in id order; truncated
+// says more are registered (GET /api/workers/{id} reads any of them). A
+// token with a queue list sees only the workers whose queues are all on
+// it.
 func (h *handler) listWorkers(c echo.Context) error {
-	ws, err := h.svc.Workers(c.Request().Context())
+	ws, truncated, err := h.svc.Workers(c.Request().Context())
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"workers": visibleWorkers(who(c), ws)})
+	return c.JSON(http.StatusOK, map[string]any{"workers": visibleWorkers(who(c), ws), "truncated": truncated})
 }
 
 // visibleWorkers keeps the workers whose queues p may all see.

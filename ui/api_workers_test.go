@@ -1,12 +1,14 @@
 package ui_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/queuehq/queue/app"
 	"github.com/queuehq/queue/ui"
 )
 
@@ -63,6 +65,15 @@ func TestWorkerRegistryAPI(t *testing.T) {
 			t.Errorf("register %s: %d %s, want 400", body, a.status, a.body)
 		}
 	}
+	// Past PostgreSQL's integer: 400 naming the field on every store, not 500.
+	for body, field := range map[string]string{
+		`{"host":"box","pid":99999999999,"queues":["a"],"concurrency":1}`: "pid",
+	} {
+		a := s.post("/api/workers", body, as(work)...)
+		if e, _ := a.json(t)["error"].(map[string]any); a.status != http.StatusBadRequest || e["code"] != "invalid_field" || e["field"] != field {
+			t.Errorf("register %s: %d %s, want 400 invalid_field of %s", body, a.status, a.body, field)
+		}
+	}
 	if a := s.post("/api/workers", `{"host":"box","pid":3,"queues":["a"],"concurrency":1}`, as(viewerA)...); a.status != http.StatusForbidden {
 		t.Fatalf("register with a read token: %d, want 403", a.status)
 	}
@@ -74,6 +85,23 @@ func TestWorkerRegistryAPI(t *testing.T) {
 	esc := url.PathEscape("box:1/builtin-0")
 	a = s.post("/api/workers/"+esc+"/heartbeat", `{"in_flight":2,"done":7,"failed":1}`, as(work)...)
 	if a.status != http.StatusOK || a.json(t)["command"] != "run" {
+		t.Fatalf("heartbeat: %d %s", a.status, a.body)
+	}
+	for body, field := range map[string]string{
+		`{"in_flight":9007199254740993}`: "in_flight",
+		`{"done":9007199254740993}`:      "done",
+		`{"failed":-1}`:                  "failed",
+	} {
+		a := s.post("/api/workers/"+esc+"/heartbeat", body, as(work)...)
+		if e, _ := a.json(t)["error"].(map[string]any); a.status != http.StatusBadRequest || e["code"] != "invalid_field" || e["field"] != field {
+			t.Errorf("heartbeat %s: %d %s, want 400 invalid_field of %s", body, a.status, a.body, field)
+		}
+	}
+	a = s.post("/api/workers/"+esc+"/heartbeat", `{"in_flight":3000000000,"done":7,"failed":1}`, as(work)...)
+	if a.status != http.StatusOK {
+		t.Fatalf("heartbeat with in_flight 3000000000: %d %s", a.status, a.body)
+	}
+	if a := s.post("/api/workers/"+esc+"/heartbeat", `{"in_flight":2,"done":7,"failed":1}`, as(work)...); a.status != http.StatusOK {
 		t.Fatalf("heartbeat: %d %s", a.status, a.body)
 	}
 	a = s.post("/api/workers/gone-long-ago/heartbeat", `{}`, as(work)...)
@@ -163,5 +191,49 @@ func TestWorkerRegistryAPI(t *testing.T) {
 		if st := w.(map[string]any)["state"]; st != "gone" {
 			t.Fatalf("state after 16s without heartbeat: %v", st)
 		}
+	}
+}
+
+// A worker past the list's cut: read by id, its quiet heard at a heartbeat
+// under a token with a queue list (which reads the worker for its queues:
+// it was 404, so the worker registered again and the quiet was undone);
+// the list says it was cut.
+func TestWorkerBeyondTheList(t *testing.T) {
+	tokens := []ui.Token{
+		{Name: "boss", Secret: "admin-token-0123456789"},
+		{Name: "worker-a", Secret: "work-token-a-0123456789", Role: ui.RoleWork, Queues: []string{"a"}},
+	}
+	s := newServer(t, ui.Options{Tokens: tokens}, false)
+	as := func(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
+	const boss, workA = "admin-token-0123456789", "work-token-a-0123456789"
+	now := s.clock.Now()
+	if err := s.svc.Store.Write(t.Context(), func(tx app.Tx) error {
+		for i := range app.MaxWorkersListed {
+			if err := tx.PutWorker(&app.Worker{ID: fmt.Sprintf("w%04d", i), Host: "box", PID: i + 1,
+				Queues: app.QueueChoice{Names: []string{"a"}}, Concurrency: 1, Type: app.WorkerHTTP,
+				Command: app.WorkerRun, StartedAt: now, LastSeenAt: now}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	last := fmt.Sprintf("w%04d", app.MaxWorkersListed)
+	if a := s.post("/api/workers", `{"id":"`+last+`","host":"box","pid":1,"queues":["a"],"concurrency":1}`, as(workA)...); a.status != http.StatusCreated {
+		t.Fatalf("register %s: %d %s", last, a.status, a.body)
+	}
+	a := s.do(http.MethodGet, "/api/workers", "", nil, as(boss)...)
+	if m := a.json(t); a.status != http.StatusOK || len(m["workers"].([]any)) != app.MaxWorkersListed || m["truncated"] != true {
+		t.Fatalf("GET /api/workers of %d: %d, %d listed, truncated %v", app.MaxWorkersListed+1, a.status, len(m["workers"].([]any)), m["truncated"])
+	}
+	if a := s.do(http.MethodGet, "/api/workers/"+last, "", nil, as(workA)...); a.status != http.StatusOK || a.json(t)["id"] != last {
+		t.Fatalf("GET /api/workers/%s: %d %s", last, a.status, a.body)
+	}
+	if a := s.post("/api/workers/"+last+"/quiet", ``, as(boss)...); a.status != http.StatusOK {
+		t.Fatalf("quiet %s: %d %s", last, a.status, a.body)
+	}
+	if a := s.post("/api/workers/"+last+"/heartbeat", `{"in_flight":1}`, as(workA)...); a.status != http.StatusOK || a.json(t)["command"] != "quiet" {
+		t.Fatalf("heartbeat of %s with a token of queue a: %d %s, want 200 quiet", last, a.status, a.body)
 	}
 }

@@ -34,15 +34,19 @@ type workerRow struct {
 	CanStop   bool
 }
 
-// workers is GET /workers: every registered worker the token may see
-// (all of its queues in the token's list), refreshed live.
+// workers is GET /workers: the registered workers the token may see
+// (all of its queues in the token's list), the first app.MaxWorkersListed
+// in id order with a note when there are more, refreshed live.
 func (p *pages) workers(c echo.Context) error {
-	ws, err := p.svc.Workers(c.Request().Context())
+	ws, truncated, err := p.svc.Workers(c.Request().Context())
 	if err != nil {
 		return err
 	}
 	v := workersView{base: p.base(c, "Workers", "workers"), Counts: map[string]int{}}
 	v.Refresh = 5
+	if truncated && v.Flash == nil {
+		v.Flash = &flash{Kind: "ok", Text: fmt.Sprintf("Only the first %d workers in id order are listed; more are registered.", app.MaxWorkersListed)}
+	}
 	for _, w := range visibleWorkers(who(c), ws) {
 		v.Counts[w.State]++
 		v.Workers = append(v.Workers, workerRow{Worker: w, QueueText: w.Queues.String(),

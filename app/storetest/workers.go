@@ -2,7 +2,9 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/queuehq/queue/app"
@@ -14,6 +16,9 @@ func init() {
 	extraCases["WorkerRegistryRefusesBadInput"] = testWorkerRegistryRefusesBadInput
 	extraCases["WorkerRegistryPruneIsBounded"] = testWorkerRegistryPruneIsBounded
 	extraCases["WorkerQuietOrStoppedClaimsNothing"] = testWorkerQuietOrStoppedClaimsNothing
+	extraCases["WorkerReadByIDBeyondTheList"] = testWorkerReadByIDBeyondTheList
+	extraCases["WorkerPIDAndCountBounds"] = testWorkerPIDAndCountBounds
+	extraCases["WorkersListedInByteOrder"] = testWorkersListedInByteOrder
 }
 
 func workerInput(id string, mods ...func(*app.WorkerInput)) app.WorkerInput {
@@ -136,7 +141,7 @@ func testWorkerRegistry(e *env) {
 	if st := e.worker(svc, reg.ID).State; st != app.WorkerGone {
 		e.t.Fatalf("state after 15s without heartbeat = %q, want gone", st)
 	}
-	ws, err := svc.Workers(e.ctx)
+	ws, _, err := svc.Workers(e.ctx)
 	if err != nil || len(ws) != 2 || ws[0].ID > ws[1].ID {
 		e.t.Fatalf("Workers = %d, %v; want 2 in id order", len(ws), err)
 	}
@@ -167,6 +172,7 @@ func testWorkerRegistryRefusesBadInput(e *env) {
 		"no host":           func(in *app.WorkerInput) { in.Host = "" },
 		"pid zero":          func(in *app.WorkerInput) { in.PID = 0 },
 		"negative pid":      func(in *app.WorkerInput) { in.PID = -1 },
+		"pid over 2^31-1":   func(in *app.WorkerInput) { in.PID = app.MaxWorkerPID + 1 },
 		"concurrency zero":  func(in *app.WorkerInput) { in.Concurrency = 0 },
 		"no queues":         func(in *app.WorkerInput) { in.Queues = nil },
 		"empty queues":      func(in *app.WorkerInput) { in.Queues = &app.QueueChoice{} },
@@ -183,7 +189,7 @@ func testWorkerRegistryRefusesBadInput(e *env) {
 			e.t.Errorf("RegisterWorker with %s: %v, want an InvalidError", name, err)
 		}
 	}
-	if ws, err := svc.Workers(e.ctx); err != nil || len(ws) != 0 {
+	if ws, _, err := svc.Workers(e.ctx); err != nil || len(ws) != 0 {
 		e.t.Fatalf("refused registrations stored %d workers (%v)", len(ws), err)
 	}
 	var ie *app.InvalidError
@@ -218,7 +224,7 @@ func testWorkerRegistryPruneIsBounded(e *env) {
 	if n, err := app.PruneWorkers(e.ctx, e.s, before, 2); err != nil || n != 3 {
 		e.t.Fatalf("PruneWorkers(limit 2) = %d, %v; want the 3 left, in statements of 2", n, err)
 	}
-	ws, err := svc.Workers(e.ctx)
+	ws, _, err := svc.Workers(e.ctx)
 	if err != nil || len(ws) != 1 || ws[0].ID != "fresh" {
 		e.t.Fatalf("after pruning: %+v, %v; want only fresh", ws, err)
 	}
@@ -227,7 +233,7 @@ func testWorkerRegistryPruneIsBounded(e *env) {
 	if _, err := (&app.Maintainer{Service: svc}).Sweep(e.ctx); err != nil {
 		e.t.Fatal(err)
 	}
-	if ws, _ := svc.Workers(e.ctx); len(ws) != 0 {
+	if ws, _, _ := svc.Workers(e.ctx); len(ws) != 0 {
 		e.t.Fatalf("Sweep left %d workers not seen for over an hour", len(ws))
 	}
 }
@@ -306,5 +312,101 @@ func testWorkerQuietOrStoppedClaimsNothing(e *env) {
 	}
 	if jobs := claim(other, "running-one"); len(jobs) != 0 {
 		e.t.Fatalf("claim as quieted running-one on the other node = %d jobs, want none", len(jobs))
+	}
+}
+
+// testWorkerReadByIDBeyondTheList: a worker past the list's cut is read by
+// id, told to quiet, and hears it at its heartbeat (it used to be 404, so
+// it registered again and its quiet was undone); the list says it was cut.
+func testWorkerReadByIDBeyondTheList(e *env) {
+	svc := e.service(nil)
+	now := e.clock.Now()
+	if err := e.s.Write(e.ctx, func(tx app.Tx) error {
+		for i := range app.MaxWorkersListed {
+			if err := tx.PutWorker(&app.Worker{ID: fmt.Sprintf("w%04d", i), Host: "box", PID: i + 1,
+				Queues: app.QueueChoice{Names: []string{"default"}}, Concurrency: 1, Type: app.WorkerHTTP,
+				Command: app.WorkerRun, StartedAt: now, LastSeenAt: now}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		e.t.Fatalf("PutWorker of %d workers: %v", app.MaxWorkersListed, err)
+	}
+	if ws, truncated, err := svc.Workers(e.ctx); err != nil || len(ws) != app.MaxWorkersListed || truncated {
+		e.t.Fatalf("Workers of %d = %d, truncated %v, %v; want all, not truncated", app.MaxWorkersListed, len(ws), truncated, err)
+	}
+	last := fmt.Sprintf("w%04d", app.MaxWorkersListed) // sorts after every other
+	if _, err := svc.RegisterWorker(e.ctx, workerInput(last)); err != nil {
+		e.t.Fatal(err)
+	}
+	ws, truncated, err := svc.Workers(e.ctx)
+	if err != nil || len(ws) != app.MaxWorkersListed || !truncated || ws[len(ws)-1].ID != fmt.Sprintf("w%04d", app.MaxWorkersListed-1) {
+		e.t.Fatalf("Workers of %d = %d, truncated %v, %v; want the first %d, truncated", app.MaxWorkersListed+1, len(ws), truncated, err, app.MaxWorkersListed)
+	}
+	if w := e.worker(svc, last); w.ID != last || w.State != app.WorkerRunning {
+		e.t.Fatalf("Worker(%s) = %+v", last, w)
+	}
+	if _, err := svc.SetWorkerCommand(e.ctx, last, app.WorkerQuiet, "ops"); err != nil {
+		e.t.Fatalf("quiet %s: %v", last, err)
+	}
+	if cmd, err := svc.WorkerHeartbeat(e.ctx, last, app.WorkerBeat{InFlight: 1}); err != nil || cmd != app.WorkerQuiet {
+		e.t.Fatalf("heartbeat of %s = %q, %v; want quiet", last, cmd, err)
+	}
+	if w := e.worker(svc, last); w.Command != app.WorkerQuiet || w.State != app.WorkerQuieted || w.InFlight != 1 {
+		e.t.Fatalf("Worker(%s) after quiet and heartbeat = %+v", last, w)
+	}
+	if _, err := svc.Worker(e.ctx, "w9999"); !errors.Is(err, app.ErrWorkerNotFound) {
+		e.t.Fatalf("Worker of an unknown id: %v, want ErrWorkerNotFound", err)
+	}
+}
+
+// testWorkerPIDAndCountBounds: one rule on every store: pid 1..2^31-1,
+// counts 0..2^53; past them an InvalidError naming the field (PostgreSQL
+// answered "integer out of range" before).
+func testWorkerPIDAndCountBounds(e *env) {
+	svc := e.service(nil)
+	var ie *app.InvalidError
+	if _, err := svc.RegisterWorker(e.ctx, workerInput("big-pid", func(in *app.WorkerInput) { in.PID = 99999999999 })); !errors.As(err, &ie) || ie.Field != "pid" {
+		e.t.Fatalf("RegisterWorker with pid 99999999999: %v, want an InvalidError of pid", err)
+	}
+	if _, err := svc.RegisterWorker(e.ctx, workerInput("w", func(in *app.WorkerInput) { in.PID = app.MaxWorkerPID })); err != nil {
+		e.t.Fatalf("RegisterWorker with pid 2^31-1: %v", err)
+	}
+	big := app.WorkerBeat{InFlight: 3000000000, Done: app.MaxWorkerCount, Failed: app.MaxWorkerCount}
+	if cmd, err := svc.WorkerHeartbeat(e.ctx, "w", big); err != nil || cmd != app.WorkerRun {
+		e.t.Fatalf("heartbeat with in_flight 3000000000 and done, failed 2^53 = %q, %v; want run", cmd, err)
+	}
+	if w := e.worker(svc, "w"); w.PID != app.MaxWorkerPID || w.InFlight != big.InFlight || w.Done != big.Done || w.Failed != big.Failed {
+		e.t.Fatalf("worker after the heartbeat = %+v, want pid 2^31-1 and %+v", w, big)
+	}
+	for field, b := range map[string]app.WorkerBeat{
+		"in_flight": {InFlight: app.MaxWorkerCount + 1},
+		"done":      {Done: app.MaxWorkerCount + 1},
+		"failed":    {Failed: -1},
+	} {
+		if _, err := svc.WorkerHeartbeat(e.ctx, "w", b); !errors.As(err, &ie) || ie.Field != field {
+			e.t.Errorf("heartbeat with %+v: %v, want an InvalidError of %s", b, err, field)
+		}
+	}
+}
+
+// testWorkersListedInByteOrder: every store lists workers in the byte
+// order of their ids (PostgreSQL with COLLATE "C", whatever the
+// database's collation), so the cut list holds the same workers.
+func testWorkersListedInByteOrder(e *env) {
+	svc := e.service(nil)
+	for _, id := range []string{"a:1", "_x", "B:1"} {
+		if _, err := svc.RegisterWorker(e.ctx, workerInput(id)); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	ws, _, err := svc.Workers(e.ctx)
+	var ids []string
+	for _, w := range ws {
+		ids = append(ids, w.ID)
+	}
+	if want := []string{"B:1", "_x", "a:1"}; err != nil || !slices.Equal(ids, want) {
+		e.t.Fatalf("Workers = %q, %v; want %q (byte order)", ids, err, want)
 	}
 }
