@@ -105,6 +105,9 @@ func ValidatePeriodic(p *PeriodicConfig, parse ScheduleParser) error {
 	if err != nil {
 		return Invalid("cron", "invalid cron schedule %q: %v", clip(p.Cron), err)
 	}
+	if s.Next(time.Now().In(loc)).IsZero() { // robfig/cron: nothing matches within five years
+		return Invalid("cron", "cron schedule %q never fires: no time matches it (a date that does not exist, like 30 February?)", clip(p.Cron))
+	}
 	p.Schedule = s
 	switch p.CatchUp {
 	case "":
@@ -236,7 +239,8 @@ func (e PeriodicEntry) specKey() string {
 // Start computes each entry's next fire and catches up a fire missed while
 // the server was down (catch_up "one": the latest missed fire, once;
 // "none": skip). Fires from before an entry's Since (missed while it was
-// paused, or before it was made or changed) are not caught up.
+// paused, or before it was made or changed) are not caught up. A zero
+// next fire (Schedule.Next found none) means the entry never fires.
 func (p *Scheduler) Start(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -261,8 +265,11 @@ func (p *Scheduler) Start(ctx context.Context) error {
 		}
 		t := e.Schedule.Next(last)
 		var missed time.Time
-		for i := 0; !t.After(now) && i < 10_000_000; i++ {
+		for i := 0; !t.IsZero() && !t.After(now) && i < 10_000_000; i++ {
 			missed, t = t, e.Schedule.Next(t)
+		}
+		if t.IsZero() { // none after last (or missed): look again from now
+			t = e.Schedule.Next(now)
 		}
 		if !missed.IsZero() && e.CatchUp == "one" {
 			if err := p.fire(ctx, e, missed); err != nil {
@@ -275,8 +282,9 @@ func (p *Scheduler) Start(ctx context.Context) error {
 }
 
 // Due enqueues every fire whose time has come and returns the earliest
-// next fire. An entry new, changed or resumed since the last call starts
-// from now; a paused or deleted one is dropped.
+// next fire (zero if none). An entry new, changed or resumed since the
+// last call starts from now; a paused or deleted one is dropped; one
+// whose next fire is zero (Schedule.Next found none) never fires.
 func (p *Scheduler) Due(ctx context.Context) (time.Time, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -300,15 +308,15 @@ func (p *Scheduler) Due(ctx context.Context) (time.Time, error) {
 		if !ok || p.spec[e.Name] != key {
 			t, p.spec[e.Name] = e.Schedule.Next(now), key
 		}
-		for !t.After(now) {
+		for !t.IsZero() && !t.After(now) {
 			if err := p.fire(ctx, e, t); err != nil {
 				errs = append(errs, err)
 				break // try this fire again next time
 			}
 			t = e.Schedule.Next(t)
 		}
-		p.next[e.Name] = t
-		if earliest.IsZero() || t.Before(earliest) {
+		p.next[e.Name] = t // zero: never, until the entry changes
+		if !t.IsZero() && (earliest.IsZero() || t.Before(earliest)) {
 			earliest = t
 		}
 	}
@@ -424,8 +432,9 @@ func (s *Service) periodicStatus(ctx context.Context, e PeriodicEntry) (Periodic
 		st.LastFire = &last
 	}
 	if e.Schedule != nil && !e.Paused {
-		next := e.Schedule.Next(s.Clock.Now())
-		st.NextFire = &next
+		if next := e.Schedule.Next(s.Clock.Now()); !next.IsZero() { // zero: never
+			st.NextFire = &next
+		}
 	}
 	if e.Paused && e.State != nil {
 		at := e.State.ChangedAt

@@ -418,13 +418,13 @@ func (s *Service) claim(ctx context.Context, qs *QueueChoice, in ClaimInput, cap
 		q := s.Config.Queue(queue)
 		reqs[i] = ClaimRequest{Queue: queue, WorkerID: in.WorkerID, Kinds: in.Kinds,
 			Concurrency: q.Concurrency, Rate: q.Rate, Burst: q.Burst}
-		if q.Rate > 0 {
-			recheck = min(recheck, time.Duration(float64(time.Second)/q.Rate))
-		}
-		if r := q.KeyRate.PerSecond(); r > 0 {
-			recheck = min(recheck, max(time.Duration(float64(time.Second)/r), 10*time.Millisecond))
+		for _, r := range []float64{q.Rate, q.KeyRate.PerSecond()} { // compared as floats: no overflow
+			if r > 0 && float64(time.Second)/r < float64(recheck) {
+				recheck = time.Duration(float64(time.Second) / r)
+			}
 		}
 	}
+	recheck = max(recheck, 10*time.Millisecond) // a huge rate must not make the wait spin; the timer takes min(left, recheck)
 	if in.Timeout != nil {
 		if in.Timeout.D() < time.Millisecond || in.Timeout.D() > MaxTimeout {
 			return nil, Invalid("timeout", "timeout must be between 1ms and 24h")

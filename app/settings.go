@@ -426,8 +426,8 @@ func ValidateQueueConfig(q QueueConfig) error {
 	switch {
 	case q.MaxAttempts < 0 || q.MaxAttempts > 1000:
 		return Invalid("max_attempts", "%d is not between 1 and 1000", q.MaxAttempts)
-	case q.Timeout < 0 || q.Timeout.D() > MaxTimeout:
-		return Invalid("timeout", "must be between 1ms and %s", MaxTimeout)
+	case q.Timeout != 0 && (q.Timeout.D() < time.Millisecond || q.Timeout.D() > MaxTimeout):
+		return Invalid("timeout", "must be between 1ms and %s", FormatDuration(MaxTimeout))
 	case q.BackoffBase < 0:
 		return Invalid("backoff_base", "must be positive")
 	case q.BackoffMax < 0:
@@ -440,8 +440,8 @@ func ValidateQueueConfig(q QueueConfig) error {
 		return Invalid("dlq_retention", "must be positive")
 	case q.Concurrency < 0:
 		return Invalid("concurrency", "must be positive (0 means no limit)")
-	case q.Rate < 0:
-		return Invalid("rate", "must be positive (0 means no limit)")
+	case q.Rate != 0 && !(q.Rate >= MinRate && q.Rate <= MaxRate): // also NaN; the bounds of a bulk spread's rate
+		return Invalid("rate", "must be between %g and %d claims per second (0 means no limit)", MinRate, int(MaxRate))
 	case q.Burst < 0:
 		return Invalid("burst", "must be positive")
 	case q.MaxQueued < 0:
@@ -450,8 +450,8 @@ func ValidateQueueConfig(q QueueConfig) error {
 		return Invalid("log_kib", "must be between 1 and 1024: the KiB of each attempt's log kept (default 64)")
 	case q.KeyConcurrency < 0:
 		return Invalid("key_concurrency", "must be positive: at most this many jobs of one key at once (0 means no limit; 1 runs a key's jobs one after another)")
-	case q.KeyRate.N < 0 || (q.KeyRate.N > 0 && q.KeyRate.Per <= 0):
-		return Invalid("key_rate", "give jobs per period, like \"10/1m\" (0 means no limit)")
+	case q.KeyRate.N < 0 || q.KeyRate.N > 1_000_000 || (q.KeyRate.N > 0 && (q.KeyRate.Per < time.Millisecond || q.KeyRate.Per > 30*24*time.Hour)):
+		return Invalid("key_rate", "give at most 1000000 jobs per period between 1ms and 30d, like \"10/1m\" (0 means no limit)")
 	}
 	switch q.Fairness {
 	case "", FairnessRoundRobin:

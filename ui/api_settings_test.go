@@ -60,6 +60,9 @@ func TestQueueSettingsAPI(t *testing.T) {
 		`{"nope": 1}`:              "nope",
 		`{}`:                       "settings",
 		`{"fairness": "<script>"}`: "fairness",
+		`{"rate": 1e308}`:          "rate", // 1s/rate is 0: a long-poll claim would spin
+		`{"rate": 1e-12}`:          "rate", // 1s/rate overflows
+		`{"timeout": "1ns"}`:       "timeout",
 	} {
 		a := s.patch("/api/queues/emails/settings", body)
 		if a.status != http.StatusBadRequest || a.code(t) != "invalid_field" || a.json(t)["error"].(map[string]any)["field"] != field {
@@ -160,6 +163,7 @@ func TestPeriodicAPI(t *testing.T) {
 		{http.MethodPost, "/api/periodic", `{"cron": "@every 1m", "kind": "k"}`, 400, "invalid_field"},
 		{http.MethodPost, "/api/periodic", `{"name": "x", "cron": "every day", "kind": "k"}`, 400, "invalid_field"},
 		{http.MethodPost, "/api/periodic", `{"name": "x", "cron": "0 6 * * *", "timezone": "Nowhere/Town", "kind": "k"}`, 400, "invalid_field"},
+		{http.MethodPost, "/api/periodic", `{"name": "x", "cron": "0 0 30 2 *", "kind": "k"}`, 400, "invalid_field"}, // 30 February never comes
 		{http.MethodPost, "/api/periodic", `{"name": "x", "cron": "0 6 * * *", "kind": "k", "colour": 1}`, 400, "invalid_field"},
 		{http.MethodPut, "/api/periodic/nope", `{"cron": "@every 1m", "kind": "k"}`, 404, "not_found"},
 		{http.MethodPost, "/api/periodic/nope/run", ``, 404, "not_found"},
