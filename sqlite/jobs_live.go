@@ -1,59 +1,56 @@
 package sqlite
 
 import (
+	"database/sql/driver"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
+
+	"modernc.org/sqlite"
 
 	"github.com/queuehq/queue/app"
 )
 
-// The live filters (app/jobs_live.go) in SQLite's JSON1: what they match
-// is app's rule; this is only how SQLite says it. A payload filter reads
-// each row the other conditions leave (no index covers a payload field).
+// The live filters (app/jobs_live.go) in SQLite: what they match is app's
+// rule. A payload filter calls that rule itself, through the SQL function
+// queue_payload_holds (JSON1 would differ on a key given twice, where it
+// takes the first and app the last, and on numbers beyond a float64). It
+// reads each row the other conditions leave (no index covers a payload
+// field); they come first in the WHERE.
 
-// payloadPath is a payload filter's path in JSON1's form: $."key"[0]."sku".
-func payloadPath(steps []string) string {
-	var b strings.Builder
-	b.WriteByte('$')
-	for _, s := range steps {
-		if isIndex(s) {
-			b.WriteString("[" + s + "]")
-		} else {
-			b.WriteString(`."` + s + `"`) // keys are [A-Za-z0-9_-]: nothing to escape
-		}
+// payloadHoldsFunc is the SQL function queue_payload_holds(payload, path,
+// value): 1 if app.PayloadHolds(payload, {path split at ".", value}), else
+// 0. Path steps are [A-Za-z0-9_-] (app.ParsePayloadPath), so "." cannot be
+// in one.
+const payloadHoldsFunc = "queue_payload_holds"
+
+func init() {
+	if err := sqlite.RegisterDeterministicScalarFunction(payloadHoldsFunc, 3, payloadHolds); err != nil {
+		panic(fmt.Sprintf("sqlite: register %s: %v", payloadHoldsFunc, err))
 	}
-	return b.String()
 }
 
-func isIndex(s string) bool {
-	_, err := strconv.Atoi(s)
-	return err == nil && !strings.ContainsAny(s, "+-")
+func payloadHolds(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+	var doc []byte
+	switch v := args[0].(type) {
+	case string:
+		doc = []byte(v)
+	case []byte:
+		doc = v
+	default:
+		return int64(0), nil
+	}
+	path, _ := args[1].(string)
+	value, _ := args[2].(string)
+	if app.PayloadHolds(doc, app.PayloadMatch{Path: strings.Split(path, "."), Value: value}) {
+		return int64(1), nil
+	}
+	return int64(0), nil
 }
 
-// payloadCond is a payload filter on table's payload: by the JSON type at
-// the path, a string equal to the value, a number equal to it (if it is
-// one), or the literal it names.
+// payloadCond is a payload filter on table's payload.
 func payloadCond(w *where, table string, pm app.PayloadMatch) {
-	col, path := table+".payload", payloadPath(pm.Path)
-	q := "(CASE json_type(" + col + ", ?) WHEN 'text' THEN json_extract(" + col + ", ?) = ?"
-	args := []any{path, path, pm.Value}
-	switch pm.Value {
-	case "true", "false", "null":
-		q += " WHEN '" + pm.Value + "' THEN 1"
-	}
-	if app.PayloadNumber(pm.Value) {
-		var n any
-		if i, err := strconv.ParseInt(pm.Value, 10, 64); err == nil {
-			n = i
-		} else {
-			n, _ = strconv.ParseFloat(pm.Value, 64)
-		}
-		q += " WHEN 'integer' THEN json_extract(" + col + ", ?) = ? WHEN 'real' THEN json_extract(" + col + ", ?) = ?"
-		args = append(args, path, n, path, n)
-	}
-	w.add(q+" ELSE 0 END)", args...)
+	w.add(payloadHoldsFunc+"("+table+".payload, ?, ?)", strings.Join(pm.Path, "."), pm.Value)
 }
 
 // errorCond is an error-text filter (folded already) on table's errors:

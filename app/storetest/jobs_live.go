@@ -18,6 +18,7 @@ import (
 
 func init() {
 	extraCases["LiveFilterPayload"] = testLiveFilterPayload
+	extraCases["LiveFilterPayloadDuplicateKeysAndBigNumbers"] = testLiveFilterPayloadDuplicates
 	extraCases["LiveFilterErrorText"] = testLiveFilterErrorText
 	extraCases["LiveFilterTimes"] = testLiveFilterTimes
 	extraCases["LiveBulkCancel"] = testLiveBulkCancel
@@ -171,6 +172,55 @@ func testLiveFilterPayload(e *env) {
 }
 
 // failWith claims j and fails its attempt with msg (retried).
+// A key given twice is its last value, and numbers compare exactly (not as
+// float64), on every store: a bulk action with the same filter takes the
+// same jobs wherever it runs.
+func testLiveFilterPayloadDuplicates(e *env) {
+	docs := []string{
+		`{"c":1,"c":2}`,                // 0
+		`{"a":{"c":1},"a":{"c":2}}`,    // 1
+		`{"n":9007199254740993.0}`,     // 2
+		`{"n":9007199254740992}`,       // 3
+		`{"n":0.10000000000000001}`,    // 4
+		`{"n":0.1}`,                    // 5
+		`{"n":18446744073709551616}`,   // 6
+		`{"n":18446744073709551615}`,   // 7
+		`{"n":1,"n":9007199254740993}`, // 8
+	}
+	var ids []int64
+	for _, d := range docs {
+		ids = append(ids, e.submitOne("pd", "k", withPayload(d)).ID)
+	}
+	pick := func(idx ...int) []int64 {
+		out := []int64{}
+		for _, i := range idx {
+			out = append(out, ids[i])
+		}
+		return out
+	}
+	for _, c := range []struct {
+		q    app.JobQuery
+		want []int64
+	}{
+		{payloadIs("c", "2"), pick(0)},
+		{payloadIs("c", "1"), pick()},
+		{payloadIs("a.c", "2"), pick(1)},
+		{payloadIs("a.c", "1"), pick()},
+		{payloadIs("n", "9007199254740993"), pick(2, 8)},
+		{payloadIs("n", "9007199254740992"), pick(3)},
+		{payloadIs("n", "0.10000000000000001"), pick(4)},
+		{payloadIs("n", "0.1"), pick(5)},
+		{payloadIs("n", "18446744073709551616"), pick(6)},
+		{payloadIs("n", "18446744073709551615"), pick(7)},
+		{payloadIs("n", "1"), pick()},
+	} {
+		got := e.liveIDs(app.JobFilter{Queue: "pd"}, c.q)
+		if !slices.Equal(got, c.want) {
+			e.t.Errorf("payload %v: jobs %v, want %v", c.q.Payload, got, c.want)
+		}
+	}
+}
+
 func (e *env) failWith(queue, msg string) *app.Job {
 	e.t.Helper()
 	j := e.claimOne(queue)
