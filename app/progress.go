@@ -321,7 +321,7 @@ func AppendLog(ctx context.Context, w Writer, req LogRequest) (*LogAppended, err
 			}
 			lines[i].At = lines[i].At.UTC().Truncate(time.Millisecond)
 		}
-		if res, err = tx.AppendLog(j.ID, j.Attempts, lines, limit); err != nil {
+		if res, err = appendLog(tx, j.ID, j.Attempts, lines, limit); err != nil {
 			return fmt.Errorf("append to the log of job %d: %w", j.ID, err)
 		}
 		if err := tx.Fault(FaultLogAppend, j.ID); err != nil {
@@ -336,6 +336,63 @@ func AppendLog(ctx context.Context, w Writer, req LogRequest) (*LogAppended, err
 		return nil, WithOperation("append log", err)
 	}
 	return &res, nil
+}
+
+// LogState is an attempt's log as its row keeps it: the next line's
+// number (1 for a new log), the LogSize of the lines kept, and whether
+// lines were dropped.
+type LogState struct {
+	NextSeq   int64
+	Bytes     int64
+	Truncated bool
+}
+
+// appendLog appends lines to the log of attempt of job jobID, numbered
+// after its last, then drops the attempt's oldest lines while it holds
+// more than limit bytes: the older lines of the append itself at once (see
+// LogTail), then the log's oldest, read in order until enough are found.
+func appendLog(tx Tx, jobID int64, attempt int, lines []LogLine, limit int) (LogAppended, error) {
+	res := LogAppended{Attempt: attempt}
+	st, err := tx.LogState(jobID, attempt)
+	if err != nil {
+		return res, err
+	}
+	lines, skip := LogTail(lines, limit)
+	st.NextSeq += int64(skip)
+	if skip > 0 {
+		st.Truncated, res.Dropped = true, skip
+	}
+	if len(lines) > 0 {
+		if err := tx.InsertLog(jobID, attempt, st.NextSeq, lines); err != nil {
+			return res, fmt.Errorf("insert log lines: %w", err)
+		}
+	}
+	for _, l := range lines {
+		st.Bytes += int64(LogSize(l.Line))
+	}
+	res.Stored, res.LastSeq = len(lines), st.NextSeq+int64(len(lines))-1
+	st.NextSeq += int64(len(lines))
+	if st.Bytes > int64(limit) {
+		var upto, gone int64
+		n := 0
+		err := tx.OldestLog(jobID, attempt, func(seq, size int64) bool {
+			if st.Bytes-gone <= int64(limit) {
+				return false
+			}
+			upto, gone, n = seq, gone+size, n+1
+			return true
+		})
+		if err != nil {
+			return res, fmt.Errorf("read the oldest log lines: %w", err)
+		}
+		if n > 0 {
+			if err := tx.DropLog(jobID, attempt, upto); err != nil {
+				return res, fmt.Errorf("drop old log lines: %w", err)
+			}
+			st.Bytes, st.Truncated, res.Dropped = st.Bytes-gone, true, res.Dropped+n
+		}
+	}
+	return res, tx.SaveLogState(jobID, attempt, st)
 }
 
 // LogTail is what an append of lines to a log bounded to limit bytes

@@ -233,10 +233,19 @@ type Tx interface {
 	// SetProgress stores pct and msg, reported now, as the progress of
 	// attempt of job j (see progress.go).
 	SetProgress(j *Job, attempt, pct int, msg string) error
-	// AppendLog appends lines to the log of attempt of job jobID, numbered
-	// after its last, then drops the attempt's oldest lines while it holds
-	// more than maxBytes (LogSize of each line).
-	AppendLog(jobID int64, attempt int, lines []LogLine, maxBytes int) (LogAppended, error)
+	// LogState reads the state of the log of attempt of job jobID to
+	// change it (PostgreSQL locks its row); an attempt without a log is
+	// LogState{NextSeq: 1}. SaveLogState stores st, its last line now.
+	LogState(jobID int64, attempt int) (LogState, error)
+	SaveLogState(jobID int64, attempt int, st LogState) error
+	// InsertLog inserts lines into the log of attempt of job jobID,
+	// numbered from first, in one statement.
+	InsertLog(jobID int64, attempt int, first int64, lines []LogLine) error
+	// OldestLog calls each with the seq and LogSize of the attempt's
+	// lines, oldest first, until it returns false; DropLog deletes the
+	// attempt's lines up to seq upto. (AppendLog decides the cut.)
+	OldestLog(jobID int64, attempt int, each func(seq, size int64) bool) error
+	DropLog(jobID int64, attempt int, upto int64) error
 
 	// Fault calls the store's fault hook at p, for the tests that prove a
 	// write is all or nothing; nil without a hook.

@@ -67,38 +67,54 @@ func (t *tx) SetProgress(j *app.Job, attempt, pct int, msg string) error {
 	return nil
 }
 
-// AppendLog implements app.Tx.
-func (t *tx) AppendLog(jobID int64, attempt int, lines []app.LogLine, maxBytes int) (app.LogAppended, error) {
-	res := app.LogAppended{Attempt: attempt}
-	k := logKey{jobID, attempt}
-	l, ok := t.s.lv().logs[k]
+// LogState implements app.Tx.
+func (t *tx) LogState(jobID int64, attempt int) (app.LogState, error) {
+	l, ok := t.s.lv().logs[logKey{jobID, attempt}]
 	if !ok {
-		l.next = 1
+		return app.LogState{NextSeq: 1}, nil
 	}
-	l.lines = slices.Clone(l.lines)
-	kept, skip := app.LogTail(lines, maxBytes) // older lines of the append itself go at once
-	l.next += int64(skip)
-	if skip > 0 {
-		l.truncated, res.Dropped = true, skip
-	}
-	for _, line := range kept {
-		line.Seq = l.next
-		l.next++
-		l.lines = append(l.lines, line)
-		l.bytes += app.LogSize(line.Line)
-	}
-	res.Stored, res.LastSeq = len(kept), l.next-1
-	cut := 0
-	for l.bytes > maxBytes && cut < len(l.lines) {
-		l.bytes -= app.LogSize(l.lines[cut].Line)
-		cut++
-	}
-	if cut > 0 {
-		l.lines, l.truncated, res.Dropped = l.lines[cut:], true, res.Dropped+cut
-	}
-	l.last = t.now
+	return app.LogState{NextSeq: l.next, Bytes: int64(l.bytes), Truncated: l.truncated}, nil
+}
+
+// SaveLogState implements app.Tx.
+func (t *tx) SaveLogState(jobID int64, attempt int, st app.LogState) error {
+	k := logKey{jobID, attempt}
+	l := t.s.lv().logs[k]
+	l.next, l.bytes, l.truncated, l.last = st.NextSeq, int(st.Bytes), st.Truncated, t.now
 	put(t, t.s.lv().logs, k, l)
-	return res, nil
+	return nil
+}
+
+// InsertLog implements app.Tx.
+func (t *tx) InsertLog(jobID int64, attempt int, first int64, lines []app.LogLine) error {
+	k := logKey{jobID, attempt}
+	l := t.s.lv().logs[k]
+	l.lines = slices.Clone(l.lines)
+	for i, line := range lines {
+		line.Seq = first + int64(i)
+		l.lines = append(l.lines, line)
+	}
+	put(t, t.s.lv().logs, k, l)
+	return nil
+}
+
+// OldestLog implements app.Tx.
+func (t *tx) OldestLog(jobID int64, attempt int, each func(seq, size int64) bool) error {
+	for _, line := range t.s.lv().logs[logKey{jobID, attempt}].lines {
+		if !each(line.Seq, int64(app.LogSize(line.Line))) {
+			break
+		}
+	}
+	return nil
+}
+
+// DropLog implements app.Tx.
+func (t *tx) DropLog(jobID int64, attempt int, upto int64) error {
+	k := logKey{jobID, attempt}
+	l := t.s.lv().logs[k]
+	l.lines = slices.DeleteFunc(slices.Clone(l.lines), func(line app.LogLine) bool { return line.Seq <= upto })
+	put(t, t.s.lv().logs, k, l)
+	return nil
 }
 
 // JobLog implements app.LogStore.

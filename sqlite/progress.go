@@ -21,82 +21,63 @@ func (w *wtx) SetProgress(j *app.Job, attempt, pct int, msg string) error {
 	return err
 }
 
-// AppendLog implements app.Tx: the lines go in one INSERT (from a JSON
-// array), then the oldest lines beyond maxBytes are read in order until
-// enough are found and deleted in one statement.
-func (w *wtx) AppendLog(jobID int64, attempt int, lines []app.LogLine, maxBytes int) (app.LogAppended, error) {
-	res := app.LogAppended{Attempt: attempt}
-	var next, size int64
-	var truncated bool
+// LogState implements app.Tx.
+func (w *wtx) LogState(jobID int64, attempt int) (app.LogState, error) {
+	st := app.LogState{NextSeq: 1}
 	err := w.queryRow(`SELECT next_seq, bytes, truncated FROM job_log_attempts WHERE job_id = ? AND attempt = ?`, jobID, attempt).
-		Scan(&next, &size, &truncated)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		next, size = 1, 0
-	case err != nil:
-		return res, err
+		Scan(&st.NextSeq, &st.Bytes, &st.Truncated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return app.LogState{NextSeq: 1}, nil
 	}
-	lines, skip := app.LogTail(lines, maxBytes) // older lines of the append itself go at once
-	next += int64(skip)
-	if skip > 0 {
-		truncated, res.Dropped = true, skip
-	}
+	return st, err
+}
+
+// SaveLogState implements app.Tx.
+func (w *wtx) SaveLogState(jobID int64, attempt int, st app.LogState) error {
+	_, err := w.exec(`INSERT INTO job_log_attempts (job_id, attempt, next_seq, bytes, truncated, last_at) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (job_id, attempt) DO UPDATE SET next_seq = excluded.next_seq, bytes = excluded.bytes,
+			truncated = excluded.truncated, last_at = excluded.last_at`, jobID, attempt, st.NextSeq, st.Bytes, st.Truncated, ms(w.now))
+	return err
+}
+
+// InsertLog implements app.Tx: one INSERT from a JSON array.
+func (w *wtx) InsertLog(jobID int64, attempt int, first int64, lines []app.LogLine) error {
 	rows := make([][3]any, len(lines))
 	for i, l := range lines {
 		rows[i] = [3]any{ms(l.At), l.Stream, l.Line}
-		size += int64(app.LogSize(l.Line))
 	}
 	enc, err := json.Marshal(rows)
 	if err != nil {
-		return res, err
+		return err
 	}
-	if _, err := w.exec(`INSERT INTO job_logs (job_id, attempt, seq, at, stream, line)
-		SELECT ?, ?, ? + key, value ->> 0, value ->> 1, value ->> 2 FROM json_each(?)`, jobID, attempt, next, string(enc)); err != nil {
-		return res, fmt.Errorf("insert log lines: %w", err)
-	}
-	res.Stored, res.LastSeq = len(lines), next+int64(len(lines))-1
-	next += int64(len(lines))
-	if size > int64(maxBytes) {
-		cut, dropped, err := w.logCut(jobID, attempt, size, int64(maxBytes))
-		if err != nil {
-			return res, err
-		}
-		if dropped > 0 {
-			if _, err := w.exec(`DELETE FROM job_logs WHERE job_id = ? AND attempt = ? AND seq <= ?`, jobID, attempt, cut.seq); err != nil {
-				return res, fmt.Errorf("drop old log lines: %w", err)
-			}
-			size, truncated, res.Dropped = size-cut.bytes, true, res.Dropped+dropped
-		}
-	}
-	_, err = w.exec(`INSERT INTO job_log_attempts (job_id, attempt, next_seq, bytes, truncated, last_at) VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (job_id, attempt) DO UPDATE SET next_seq = excluded.next_seq, bytes = excluded.bytes,
-			truncated = excluded.truncated, last_at = excluded.last_at`, jobID, attempt, next, size, truncated, ms(w.now))
-	return res, err
+	_, err = w.exec(`INSERT INTO job_logs (job_id, attempt, seq, at, stream, line)
+		SELECT ?, ?, ? + key, value ->> 0, value ->> 1, value ->> 2 FROM json_each(?)`, jobID, attempt, first, string(enc))
+	return err
 }
 
-// logCutAt is where an attempt's log is cut: the last seq that goes, and
-// the bytes of the lines up to it.
-type logCutAt struct{ seq, bytes int64 }
-
-// logCut reads the attempt's oldest lines until dropping them leaves at
-// most limit of its size bytes, and says how many that is.
-func (w *wtx) logCut(jobID int64, attempt int, size, limit int64) (logCutAt, int, error) {
-	var cut logCutAt
+// OldestLog implements app.Tx.
+func (w *wtx) OldestLog(jobID int64, attempt int, each func(seq, size int64) bool) error {
 	rows, err := w.query(`SELECT seq, length(CAST(line AS BLOB)) + 1 FROM job_logs WHERE job_id = ? AND attempt = ? ORDER BY seq`, jobID, attempt)
 	if err != nil {
-		return cut, 0, err
+		return err
 	}
 	defer rows.Close()
-	n := 0
-	for size-cut.bytes > limit && rows.Next() {
-		var seq, b int64
-		if err := rows.Scan(&seq, &b); err != nil {
-			return cut, 0, err
+	for rows.Next() {
+		var seq, size int64
+		if err := rows.Scan(&seq, &size); err != nil {
+			return err
 		}
-		cut.seq, cut.bytes = seq, cut.bytes+b
-		n++
+		if !each(seq, size) {
+			break
+		}
 	}
-	return cut, n, rows.Err()
+	return rows.Err()
+}
+
+// DropLog implements app.Tx.
+func (w *wtx) DropLog(jobID int64, attempt int, upto int64) error {
+	_, err := w.exec(`DELETE FROM job_logs WHERE job_id = ? AND attempt = ? AND seq <= ?`, jobID, attempt, upto)
+	return err
 }
 
 // JobLog implements app.LogStore, in one read transaction.

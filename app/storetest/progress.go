@@ -309,6 +309,11 @@ func testLogKeepsItsBound(e *env) {
 	if l := e.jobLog(c.ID, 1); res.Dropped != 0 || texts(l) != "ffff|gggggg|h|i" {
 		e.t.Fatalf("16 of 16 bytes: %s, dropped %d", texts(l), res.Dropped)
 	}
+	// Dropping stops as soon as the bound is met: 21 bytes less ffff's 5.
+	res = e.appendLog(c, 16, "kkkk")
+	if l := e.jobLog(c.ID, 1); res.Dropped != 1 || texts(l) != "gggggg|h|i|kkkk" {
+		e.t.Fatalf("21 of 16 bytes: %s, dropped %d; want gggggg|h|i|kkkk, 1 dropped", texts(l), res.Dropped)
+	}
 }
 
 func testLogIsPerAttempt(e *env) {
