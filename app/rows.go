@@ -8,7 +8,8 @@ import "time"
 type Rows struct {
 	// Table is the table the rows come from: "jobs", "dead_letter_jobs",
 	// "workflows", "workflow_steps", "workflow_edges", "queues",
-	// "periodic_fires", "once_records", "audit" or "events".
+	// "periodic_fires", "once_records", "audit", "events" or
+	// "runtime_settings".
 	Table string
 	// Done counts the rows of Table exported so far, this batch included;
 	// Total is how many the table holds.
@@ -24,6 +25,7 @@ type Rows struct {
 	Once      []*OnceRecord
 	Audit     []AuditEntry
 	Events    []Event
+	Settings  []SettingsRecord
 }
 
 // FireRecord is one row of periodic_fires: a fire time of a periodic entry

@@ -24,7 +24,7 @@ func migrateStoreCommand() *cli.Command {
 			"Stop the server on the SQLite file first (migrate-store refuses while it runs). It copies jobs (same ids,\n" +
 			"every field: status, attempts, lease, errors, ...), dead-letter rows, workflows (with their steps and\n" +
 			"dependencies), queue state (paused), periodic fire records, once records, audit entries and lifecycle\n" +
-			"events in one transaction: if it fails, the target\n" +
+			"events, and runtime settings (queue settings and periodic jobs set through the API) in one transaction: if it fails, the target\n" +
 			"stays empty and you can run it again. The target must hold no jobs; its schema is created as `serve` would.\n" +
 			"See docs/scaling.md.",
 		Flags: []cli.Flag{
@@ -121,9 +121,9 @@ func migrateStore(c *cli.Context, from, to string, batch int) error {
 		return fmt.Errorf("after the copy PostgreSQL holds %d jobs and %d dead-letter rows, the source %d and %d",
 			jobs, dead, sum.Rows["jobs"], sum.Rows["dead_letter_jobs"])
 	}
-	fmt.Fprintf(out, "copied %d jobs, %d dead-letter rows, %d workflows (%d steps), %d queues, %d periodic fires, %d once records, %d audit entries, %d events in %s\n",
+	fmt.Fprintf(out, "copied %d jobs, %d dead-letter rows, %d workflows (%d steps), %d queues, %d periodic fires, %d once records, %d audit entries, %d events, %d runtime settings in %s\n",
 		jobs, dead, sum.Rows["workflows"], sum.Rows["workflow_steps"], sum.Rows["queues"], sum.Rows["periodic_fires"], sum.Rows["once_records"], sum.Rows["audit"], sum.Rows["events"],
-		time.Since(start).Round(time.Millisecond))
+		sum.Rows["runtime_settings"], time.Since(start).Round(time.Millisecond))
 	fmt.Fprintf(out, "next job id > %d. Start the servers with --db %s (keep %s as a backup; do not serve it again)\n",
 		sum.MaxJobID, redactDSN(to), from)
 	return nil

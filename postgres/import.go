@@ -131,6 +131,11 @@ func (im *Importer) Add(ctx context.Context, b app.Rows) error {
 				}
 				return []any{e.ID, jobID, e.Queue, e.Kind, e.Type, ms(e.At), rawText(e.Data)}
 			}, func(i int) int64 { return b.Events[i].ID }},
+		{"runtime_settings", []string{"kind", "name", "value", "updated_at", "updated_by"}, len(b.Settings),
+			func(i int) []any {
+				r := b.Settings[i]
+				return []any{r.Kind, r.Name, rawText(r.Value), ms(r.UpdatedAt), clean(r.UpdatedBy)}
+			}, nil},
 	}
 	for _, st := range steps {
 		if st.n == 0 {

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -133,6 +134,24 @@ func fillSQLite(t *testing.T, path string) (maxID int64) {
 	if n, err := s.DeleteOld(ctx, app.DeleteOldRequest{What: app.OldFinished, Queue: "gone", Before: clock.Now(), Limit: 10}); err != nil || n != 1 {
 		t.Fatalf("delete the top job: %d %v", n, err)
 	}
+	// Runtime settings: a queue's, a periodic entry made through the API,
+	// and the paused state of one.
+	err = s.Write(ctx, func(tx app.Tx) error {
+		for _, r := range []app.SettingsRecord{
+			{Kind: "queue", Name: "emails", Value: json.RawMessage(`{"concurrency":3,"retention":"2d"}`)},
+			{Kind: "periodic", Name: "tick", Value: json.RawMessage(`{"name":"tick","cron":"@every 1m","queue":"ticks","kind":"tick"}`)},
+			{Kind: "periodic_state", Name: "tick", Value: json.RawMessage(`{"paused":true}`)},
+		} {
+			r.UpdatedAt, r.UpdatedBy = tx.Now(), "ops <b>"
+			if err := tx.PutSetting(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return top[0].Job.ID
 }
 
@@ -234,6 +253,13 @@ func TestImportFromSQLiteKeepsEveryRow(t *testing.T) {
 			return s.LastFire(ctx, "nightly")
 		},
 		"stats": func(s app.Store) (any, error) { st, err := s.Stats(ctx); return withoutThroughput(st), err },
+		"runtime settings": func(s app.Store) (any, error) {
+			rs, err := s.Settings(ctx)
+			if len(rs) != 3 {
+				return nil, fmt.Errorf("%d runtime settings, want 3", len(rs))
+			}
+			return rs, err
+		},
 	} {
 		w, werr := read(src)
 		g, gerr := read(dst)

@@ -146,6 +146,14 @@ var exports = []struct {
 	{"once_records", `SELECT ` + onceCols + ` FROM once_records ORDER BY key`, into(scanOnce, func(b *app.Rows) *[]*app.OnceRecord { return &b.Once })},
 	{"audit", `SELECT id, at, actor, action, target, filter, count FROM audit ORDER BY id`, into(scanAudit, func(b *app.Rows) *[]app.AuditEntry { return &b.Audit })},
 	{"events", `SELECT id, job_id, queue, kind, type, at, data FROM events ORDER BY id`, into(scanEvent, func(b *app.Rows) *[]app.Event { return &b.Events })},
+	{"runtime_settings", `SELECT kind, name, value, updated_at, updated_by FROM runtime_settings ORDER BY kind, name`,
+		into(func(sc scanner) (app.SettingsRecord, error) {
+			r, err := scanSetting(sc)
+			if err != nil {
+				return app.SettingsRecord{}, err
+			}
+			return *r, nil
+		}, func(b *app.Rows) *[]app.SettingsRecord { return &b.Settings })},
 }
 
 // into reads a row with scan and appends it to the slice of a batch that
