@@ -161,6 +161,12 @@ func ClaimOrder(a, b *Job) int {
 // Heartbeat extends the lease of job id, held under lease, to extend from
 // now (if not positive, the job's timeout).
 func Heartbeat(ctx context.Context, w Writer, id, lease int64, extend time.Duration) (*Job, error) {
+	return heartbeat(ctx, w, id, lease, extend, nil)
+}
+
+// heartbeat extends the lease and, if r is not nil, stores r as the
+// progress of the attempt, in one transaction (HeartbeatProgress).
+func heartbeat(ctx context.Context, w Writer, id, lease int64, extend time.Duration, r *ProgressReport) (*Job, error) {
 	var job *Job
 	err := w.Write(ctx, func(tx Tx) error {
 		j, err := tx.Processing(id, lease)
@@ -171,8 +177,10 @@ func Heartbeat(ctx context.Context, w Writer, id, lease int64, extend time.Durat
 		if d <= 0 {
 			d = j.Timeout.D()
 		}
-		job, err = tx.Extend(j, tx.Now().Add(d).Truncate(time.Millisecond))
-		return err
+		if job, err = tx.Extend(j, tx.Now().Add(d).Truncate(time.Millisecond)); err != nil || r == nil {
+			return err
+		}
+		return progressTx(tx, job, *r)
 	})
 	if err != nil {
 		return nil, WithOperation("heartbeat", err)

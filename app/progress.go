@@ -249,28 +249,7 @@ func SetProgress(ctx context.Context, w Writer, id, lease int64, r ProgressRepor
 // HeartbeatProgress is Heartbeat with a progress (if r is not nil) stored
 // in the same transaction as the extended lease.
 func HeartbeatProgress(ctx context.Context, w Writer, id, lease int64, extend time.Duration, r *ProgressReport) (*Job, error) {
-	if r == nil {
-		return Heartbeat(ctx, w, id, lease, extend)
-	}
-	var job *Job
-	err := w.Write(ctx, func(tx Tx) error {
-		j, err := tx.Processing(id, lease)
-		if err != nil {
-			return err
-		}
-		d := extend
-		if d <= 0 {
-			d = j.Timeout.D()
-		}
-		if job, err = tx.Extend(j, tx.Now().Add(d).Truncate(time.Millisecond)); err != nil {
-			return err
-		}
-		return progressTx(tx, job, *r)
-	})
-	if err != nil {
-		return nil, WithOperation("heartbeat", err)
-	}
-	return job, nil
+	return heartbeat(ctx, w, id, lease, extend, r)
 }
 
 // progressTx stores r as the progress of j's current attempt, in tx, and
