@@ -224,25 +224,12 @@ func eligible(action string, f JobFilter) (JobFilter, bool) {
 	return f, true
 }
 
-func (in *LiveBulkInput) auditFilter(action string) json.RawMessage {
-	b, _ := json.Marshal(struct {
-		IDs          []int64 `json:"ids,omitempty"`
-		Queue        string  `json:"queue,omitempty"`
-		Kind         string  `json:"kind,omitempty"`
-		Tag          string  `json:"tag,omitempty"`
-		Status       string  `json:"status,omitempty"`
-		Key          string  `json:"key,omitempty"`
-		Workflow     int64   `json:"workflow,omitempty"`
-		ReplayedFrom int64   `json:"replayed_from,omitempty"`
-		JobQuery
-		AllowAll bool       `json:"allow_all,omitempty"`
-		Bound    string     `json:"bound,omitempty"`
-		Rate     float64    `json:"rate,omitempty"`
-		RunAt    *time.Time `json:"run_at,omitempty"`
-		Delay    *Duration  `json:"delay,omitempty"`
-		Priority *int       `json:"priority,omitempty"`
-	}{in.IDs, in.Queue, in.Kind, in.Tag, in.Status, in.Key, in.Workflow, in.ReplayedFrom, in.JobQuery,
-		in.AllowAll, in.Bound, in.Rate, in.RunAt, in.Delay, in.Priority})
+// auditFilter is the body as the audit keeps it: every filter and the
+// action's own fields, without the dry-run flag (an audited run is real).
+func (in *LiveBulkInput) auditFilter() json.RawMessage {
+	real := *in
+	real.DryRun = false
+	b, _ := json.Marshal(real)
 	return b
 }
 
@@ -297,7 +284,7 @@ func (s *Service) BulkLive(ctx context.Context, action string, in LiveBulkInput,
 		return res, nil
 	}
 	spacing := rateSpacing(in.Rate)
-	audit := &AuditEntry{Actor: actor, Action: "jobs." + action, Filter: in.auditFilter(action)}
+	audit := &AuditEntry{Actor: actor, Action: "jobs." + action, Filter: in.auditFilter()}
 	fe.Asc, fe.Limit = true, BulkBatch
 	for ok {
 		var ids []int64
@@ -360,7 +347,7 @@ func (s *Service) auditLive(ctx context.Context, action string, in *LiveBulkInpu
 	if dry {
 		return nil
 	}
-	return RecordAudit(ctx, s.Store, AuditEntry{Actor: actor, Action: "jobs." + action, Filter: in.auditFilter(action), Count: n})
+	return RecordAudit(ctx, s.Store, AuditEntry{Actor: actor, Action: "jobs." + action, Filter: in.auditFilter(), Count: n})
 }
 
 // liveStep applies action to job j (one the action's filter took, locked
