@@ -453,6 +453,23 @@ func (b leaseBody) lease() (int64, error) {
 	return *b.Lease, nil
 }
 
+// leased reads a route a worker calls under a job's lease (heartbeat,
+// complete, fail, snooze, progress, log): the job's id from the path, the
+// body into in (which embeds leaseBody), its lease, and the token's right
+// to the job's queue.
+func (h *handler) leased(c echo.Context, in interface{ lease() (int64, error) }, limit int64) (id, lease int64, err error) {
+	if id, err = pathID(c); err != nil {
+		return 0, 0, err
+	}
+	if err = bind(c, in, limit, false); err != nil {
+		return 0, 0, err
+	}
+	if lease, err = in.lease(); err != nil {
+		return 0, 0, err
+	}
+	return id, lease, h.checkJob(c, id)
+}
+
 func (h *handler) cancel(c echo.Context) error {
 	id, err := pathID(c)
 	if err != nil {
@@ -479,29 +496,19 @@ func (h *handler) cancel(c echo.Context) error {
 }
 
 func (h *handler) heartbeat(c echo.Context) error {
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
 	var in struct {
 		leaseBody
 		// Progress and message, optional, go with the extend (api_progress.go).
 		app.ProgressInput
 		Extend *app.Duration `json:"extend"`
 	}
-	if err := bind(c, &in, smallBody, false); err != nil {
-		return err
-	}
-	lease, err := in.lease()
+	id, lease, err := h.leased(c, &in, smallBody)
 	if err != nil {
 		return err
 	}
 	var extend time.Duration
 	if in.Extend != nil {
 		extend = in.Extend.D()
-	}
-	if err := h.checkJob(c, id); err != nil {
-		return err
 	}
 	job, err := h.svc.HeartbeatProgress(c.Request().Context(), id, lease, extend, in.ProgressInput)
 	if err != nil {
@@ -512,22 +519,12 @@ func (h *handler) heartbeat(c echo.Context) error {
 }
 
 func (h *handler) complete(c echo.Context) error {
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
 	var in struct {
 		leaseBody
 		Result json.RawMessage `json:"result"`
 	}
-	if err := bind(c, &in, smallBody, false); err != nil {
-		return err
-	}
-	lease, err := in.lease()
+	id, lease, err := h.leased(c, &in, smallBody)
 	if err != nil {
-		return err
-	}
-	if err := h.checkJob(c, id); err != nil {
 		return err
 	}
 	if err := h.svc.Complete(c.Request().Context(), id, lease, in.Result); err != nil {
@@ -577,24 +574,14 @@ func (h *handler) completeBatch(c echo.Context) error {
 }
 
 func (h *handler) fail(c echo.Context) error {
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
 	var in struct {
 		leaseBody
 		Error   string        `json:"error"`
 		Retry   *bool         `json:"retry"`
 		RetryIn *app.Duration `json:"retry_in"`
 	}
-	if err := bind(c, &in, smallBody, false); err != nil {
-		return err
-	}
-	lease, err := in.lease()
+	id, lease, err := h.leased(c, &in, smallBody)
 	if err != nil {
-		return err
-	}
-	if err := h.checkJob(c, id); err != nil {
 		return err
 	}
 	res, err := h.svc.Fail(c.Request().Context(), id, app.FailInput{Lease: lease, Error: in.Error, Retry: in.Retry, RetryIn: in.RetryIn})
@@ -609,27 +596,17 @@ func (h *handler) fail(c echo.Context) error {
 }
 
 func (h *handler) snooze(c echo.Context) error {
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
 	var in struct {
 		leaseBody
 		Delay *app.Duration `json:"delay"`
 	}
-	if err := bind(c, &in, smallBody, false); err != nil {
-		return err
-	}
-	lease, err := in.lease()
+	id, lease, err := h.leased(c, &in, smallBody)
 	if err != nil {
 		return err
 	}
 	var delay time.Duration
 	if in.Delay != nil {
 		delay = in.Delay.D()
-	}
-	if err := h.checkJob(c, id); err != nil {
-		return err
 	}
 	job, err := h.svc.Snooze(c.Request().Context(), id, lease, delay)
 	if err != nil {

@@ -31,22 +31,12 @@ const logBody = 8 << 20
 // progress is POST /api/jobs/{id}/progress: {"lease", "progress",
 // "message"} -> {id, progress, progress_message, cancel_requested}.
 func (h *handler) progress(c echo.Context) error {
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
 	var in struct {
 		leaseBody
 		app.ProgressInput
 	}
-	if err := bind(c, &in, smallBody, false); err != nil {
-		return err
-	}
-	lease, err := in.lease()
+	id, lease, err := h.leased(c, &in, smallBody)
 	if err != nil {
-		return err
-	}
-	if err := h.checkJob(c, id); err != nil {
 		return err
 	}
 	job, err := h.svc.SetProgress(c.Request().Context(), id, lease, in.ProgressInput)
@@ -60,22 +50,12 @@ func (h *handler) progress(c echo.Context) error {
 // appendLog is POST /api/jobs/{id}/log: {"lease", "lines": [{"line",
 // "stream", "at"}]} or {"lease", "line", "stream"} -> what was stored.
 func (h *handler) appendLog(c echo.Context) error {
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
 	var in struct {
 		leaseBody
 		app.LogInput
 	}
-	if err := bind(c, &in, min(logBody, h.opts.MaxBodyBytes), false); err != nil {
-		return err
-	}
-	lease, err := in.lease()
+	id, lease, err := h.leased(c, &in, min(logBody, h.opts.MaxBodyBytes))
 	if err != nil {
-		return err
-	}
-	if err := h.checkJob(c, id); err != nil {
 		return err
 	}
 	res, err := h.svc.AppendLog(c.Request().Context(), id, lease, in.LogInput)
@@ -171,16 +151,7 @@ func (h *handler) followLog(c echo.Context, id int64, q app.LogQuery) error {
 	sub := subscribe()
 	defer func() { sub.Close() }()
 
-	w := c.Response()
-	rc := http.NewResponseController(w)
-	rc.SetWriteDeadline(time.Time{}) // a stream outlives the server's write timeout
-	hd := w.Header()
-	hd.Set("Content-Type", "text/event-stream")
-	hd.Set("Cache-Control", "no-cache")
-	hd.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	fmt.Fprint(w, ": connected\n\n")
-	rc.Flush()
+	w, rc := openStream(c)
 
 	attempt := l.Attempt
 	if !chosen && job.Status == app.StatusProcessing {

@@ -75,17 +75,7 @@ func (h *handler) events(c echo.Context) error {
 			(job == 0 || e.JobID == job) && (logs || e.Type != app.EventLog)
 	})
 	defer sub.Close()
-	w := c.Response()
-	rc := http.NewResponseController(w)
-	rc.SetWriteDeadline(time.Time{}) // a stream outlives the server's write timeout
-	hd := w.Header()
-	hd.Set("Content-Type", "text/event-stream")
-	hd.Set("Cache-Control", "no-cache")
-	hd.Set("Connection", "keep-alive")
-	hd.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	fmt.Fprint(w, ": connected\n\n")
-	rc.Flush()
+	w, rc := openStream(c)
 	tick := time.NewTicker(sseHeartbeat)
 	defer tick.Stop()
 	ctx := c.Request().Context()
@@ -127,4 +117,22 @@ func (h *handler) events(c echo.Context) error {
 			rc.Flush()
 		}
 	}
+}
+
+// openStream answers c with the head of an event stream (no write
+// deadline, no caching or proxy buffering) and its first comment, flushed:
+// /api/events and a log's tail.
+func openStream(c echo.Context) (*echo.Response, *http.ResponseController) {
+	w := c.Response()
+	rc := http.NewResponseController(w)
+	rc.SetWriteDeadline(time.Time{}) // a stream outlives the server's write timeout
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("Connection", "keep-alive")
+	hd.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, ": connected\n\n")
+	rc.Flush()
+	return w, rc
 }
