@@ -63,6 +63,13 @@ type Job struct {
 	ProgressPercent *int       `json:"progress,omitempty"`
 	ProgressMessage string     `json:"progress_message,omitempty"`
 	ProgressAt      *time.Time `json:"progress_at,omitempty"`
+
+	// CallbackURL is called when the job ends (docs/integrations.md).
+	CallbackURL string `json:"callback_url,omitempty"`
+	// Traceparent and Tracestate are the W3C trace context the job was
+	// submitted in: its spans and its workers' join that trace.
+	Traceparent string `json:"traceparent,omitempty"`
+	Tracestate  string `json:"tracestate,omitempty"`
 	// reporter carries Progress and Log calls of a handler to the queue
 	// (SetReporter); nil outside a worker.
 	reporter Reporter
@@ -118,6 +125,10 @@ type DeadJob struct {
 	Step       string `json:"step,omitempty"`
 	// Key is the job's flow-control key: a replay keeps it.
 	Key string `json:"key,omitempty"`
+	// CallbackURL, Traceparent and Tracestate are the job's: a replay keeps them.
+	CallbackURL string `json:"callback_url,omitempty"`
+	Traceparent string `json:"traceparent,omitempty"`
+	Tracestate  string `json:"tracestate,omitempty"`
 }
 
 // DeadLetterInfo is the dead_letter object of a job shown through GET /api/jobs/{id}.
@@ -179,6 +190,10 @@ type NewJob struct {
 	Debounce time.Duration
 	Throttle time.Duration
 	Dedupe   string
+	// CallbackURL, Traceparent and Tracestate: see Job.
+	CallbackURL string
+	Traceparent string
+	Tracestate  string
 }
 
 // Submitted is a store's answer for one NewJob: the stored job, and whether

@@ -64,6 +64,12 @@ type SubmitInput struct {
 	Unique   *UniqueRule `json:"unique,omitempty"`
 	Debounce *Duration   `json:"debounce,omitempty"`
 	Throttle *Duration   `json:"throttle,omitempty"`
+	// CallbackURL is called when the job ends; Traceparent and Tracestate
+	// (or the request's traceparent and tracestate headers) put the job in
+	// a trace (docs/integrations.md).
+	CallbackURL string `json:"callback_url,omitempty"`
+	Traceparent string `json:"traceparent,omitempty"`
+	Tracestate  string `json:"tracestate,omitempty"`
 }
 
 // NewJob validates in and fills the defaults of its queue's policy.
