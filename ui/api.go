@@ -172,6 +172,9 @@ func (h *handler) routes(e *echo.Echo) {
 	h.settingsRoutes(api)
 	h.liveJobRoutes(api)
 	h.chartRoutes(api)
+	// Integrations (issue 27), one file each.
+	h.webhookRoutes(api)
+	h.openapiRoutes(api)
 }
 
 // bind decodes the JSON body into v: strict (unknown fields are errors),

@@ -106,6 +106,7 @@ func newPages(h *handler, e *echo.Echo) *pages {
 	p.progressPages(e, page, mw)
 	p.workerPages(e, page, mw)
 	p.settingsPages(e, page, mw)
+	p.webhookPages(e, page, mw)
 	p.liveJobPages(e, page, mw)
 	p.chartPages(e, page, mw)
 	page("/login", p.loginForm)
