@@ -30,9 +30,13 @@ type Config struct {
 	// (package commands sets robfig/cron's, as for [[periodic]]); if nil,
 	// such entries cannot be made and stored ones are left out.
 	ParseSchedule ScheduleParser
+	// Webhooks is the [webhooks] section: the target policy, the callback
+	// secret, the subscriptions of the file (webhooks.go).
+	Webhooks WebhookConfig
 
-	rt   atomic.Pointer[Settings] // the runtime settings (settings.go)
-	rtMu sync.Mutex               // one reload at a time (Service.ReloadSettings)
+	rt       atomic.Pointer[Settings] // the runtime settings (settings.go)
+	rtMu     sync.Mutex               // one reload at a time (Service.ReloadSettings)
+	webhooks webhookState             // the webhook rules in effect, the callback secret (webhooks.go)
 }
 
 // DLQAlert is the alert hook of the dead-letter queue: a job of kind
@@ -114,6 +118,9 @@ func DefaultConfig() *Config { return &Config{Queues: map[string]QueueConfig{}} 
 // field (Queue lays the runtime settings over it).
 func (c *Config) fileQueue(name string) QueueConfig {
 	q := c.Queues[name]
+	if name == WebhookQueue {
+		q = c.webhookQueue(q) // the delivery policy's defaults, under [queues._webhooks]
+	}
 	d := c.Defaults
 	pick := func(v, def Duration, builtin time.Duration) Duration {
 		if v > 0 {

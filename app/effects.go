@@ -18,6 +18,10 @@ type Effects struct {
 	// StoreOptions.KeyLimits; nil limits nothing).
 	Keys    func(queue string) KeyLimits
 	changed []QueueKey
+	// Webhooks gives the webhook rules in effect (the store's
+	// StoreOptions.Webhooks; nil: no subscriptions, callbacks still made).
+	Webhooks func() *WebhookRules
+	settled  int // Published[:settled] were looked at by Settle
 }
 
 // CountKey is the throughput of a queue in one second.
@@ -52,6 +56,7 @@ func (e *Effects) Reset(now time.Time) {
 	e.Published, e.Recorded, e.Woken = e.Published[:0], e.Recorded[:0], e.Woken[:0]
 	clear(e.Counts)
 	e.changed = e.changed[:0]
+	e.settled = 0
 }
 
 // Merge adds what o collected to e (a write that joins others in one
@@ -134,5 +139,22 @@ func (e *Effects) KeyChanged(queue, key string) {
 func (e *Effects) ChangedKeys() []QueueKey {
 	out := e.changed
 	e.changed = e.changed[:0:0]
+	return out
+}
+
+// WebhookRules is the webhook rules in effect (see Effects.Webhooks).
+func (e *Effects) WebhookRules() *WebhookRules {
+	if e.Webhooks == nil {
+		return nil
+	}
+	return e.Webhooks()
+}
+
+// Unsettled returns the events published since the last call (or Reset),
+// for Settle: a write that settles more than once (the SQLite writer's
+// requests share a transaction) looks at each event once.
+func (e *Effects) Unsettled() []Event {
+	out := e.Published[e.settled:]
+	e.settled = len(e.Published)
 	return out
 }

@@ -211,6 +211,10 @@ type StoreOptions struct {
 	// KeyLimits gives how a queue limits the jobs of one key (the
 	// Service's Config.KeyLimits); if nil, no queue limits its keys.
 	KeyLimits func(queue string) KeyLimits
+	// Webhooks gives the webhook rules in effect (the Service's
+	// Config.WebhookRules), which Settle reads at the end of every write;
+	// if nil, no subscription delivers (callbacks still do).
+	Webhooks func() *WebhookRules
 }
 
 // FaultFunc lets tests break a transaction at a named point (see FaultPoint).

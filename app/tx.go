@@ -247,6 +247,16 @@ type Tx interface {
 	OldestLog(jobID int64, attempt int, each func(seq, size int64) bool) error
 	DropLog(jobID int64, attempt int, upto int64) error
 
+	// WebhookRules is the webhook rules in effect (StoreOptions.Webhooks;
+	// nil: none). Unsettled returns the events published since its last
+	// call, once each (see Settle).
+	WebhookRules() *WebhookRules
+	Unsettled() []Event
+	// Callbacks reads the callback_urls of jobs ids, of those that have
+	// one, in jobs or in the dead-letter table (a job that just moved
+	// there); a store may answer none at once when it knows no job has one.
+	Callbacks(ids []int64) (map[int64]string, error)
+
 	// Fault calls the store's fault hook at p, for the tests that prove a
 	// write is all or nothing; nil without a hook.
 	Fault(p FaultPoint, id int64) error

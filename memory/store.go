@@ -93,6 +93,7 @@ func (s *Store) write(ctx context.Context, fn func(*tx) error) (err error) {
 	t := &tx{s: s, now: s.clock.Now().Truncate(time.Millisecond)}
 	t.Effects.Reset(t.now)
 	t.Effects.Keys = s.opts.KeyLimits
+	t.Effects.Webhooks = s.opts.Webhooks
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("write panicked: %v", p)
@@ -127,7 +128,7 @@ func (s *Store) write(ctx context.Context, fn func(*tx) error) (err error) {
 	if err := fn(t); err != nil {
 		return err
 	}
-	return app.SettleKeys(t) // held jobs the write made room for, in the same write
+	return app.Settle(t) // held jobs the write made room for, webhook deliveries: in the same write
 }
 
 // putJob stores j (checking the status guard against the stored row) and

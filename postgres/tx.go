@@ -109,8 +109,9 @@ func (s *Store) writeOnce(ctx context.Context, fn func(*wtx) error) error {
 	w.reset()
 	err = w.call(fn)
 	if err == nil {
-		// Held jobs the write made room for are released before it commits.
-		err = w.call(func(w *wtx) error { return app.SettleKeys(w) })
+		// Held jobs the write made room for are released, and the webhook
+		// deliveries of its events inserted, before it commits.
+		err = w.call(func(w *wtx) error { return app.Settle(w) })
 	}
 	if err == nil {
 		err = w.flush()
@@ -131,6 +132,7 @@ func (s *Store) writeOnce(ctx context.Context, fn func(*wtx) error) error {
 func (w *wtx) reset() {
 	w.Effects.Reset(w.now)
 	w.Effects.Keys = w.s.opts.KeyLimits
+	w.Effects.Webhooks = w.s.opts.Webhooks
 }
 
 // keyLimits is how queue limits its keys (StoreOptions.KeyLimits).

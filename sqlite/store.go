@@ -87,6 +87,8 @@ type Store struct {
 	// completion need not read them back (see Complete).
 	claims  map[int64]claimedJob
 	scratch scratch // the writer's, see scratch
+	// callbacks is whether a job with a callback_url may exist (webhooks.go).
+	callbacks callbackState
 }
 
 // LockedError says another process serves the database file.

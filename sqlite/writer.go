@@ -56,6 +56,7 @@ func (w *wtx) reset(s *Store, ctx context.Context, now time.Time, deferInserts b
 	w.s, w.ctx, w.now, w.deferInserts = s, ctx, now, deferInserts
 	w.Effects.Reset(now)
 	w.Effects.Keys = s.opts.KeyLimits
+	w.Effects.Webhooks = s.opts.Webhooks
 	clear(w.pending)
 	w.queues, w.pending, w.claimed, w.finished = w.queues[:0], w.pending[:0], w.claimed[:0], w.finished[:0]
 	clear(w.stepEnds)
@@ -447,7 +448,7 @@ func (w *wtx) call(fn func(*wtx) error) (err error) {
 	if err := fn(w); err != nil {
 		return err
 	}
-	return app.SettleKeys(w) // held jobs the write made room for, in the same write
+	return app.Settle(w) // held jobs the write made room for, webhook deliveries: in the same write
 }
 
 func isFatal(err error) bool {
