@@ -149,7 +149,7 @@ func (s *Service) TestWebhook(ctx context.Context, name, actor string) (int64, e
 	}
 	var id int64
 	err = s.Store.Write(ctx, func(tx Tx) error {
-		e := Event{Type: EventWebhookTest, At: tx.Now(), Data: eventData(map[string]any{"subscription": w.Name, "actor": actor})}
+		e := Event{Type: EventWebhookTest, At: tx.Now(), Data: eventData(map[string]any{"subscription": w.Name})}
 		jobs, err := tx.Insert(deliveryJob(tx.WebhookRules(), w.Name, w.URL, &e, tx.Now()))
 		if err != nil {
 			return err

@@ -35,6 +35,8 @@ type env struct {
 	hooked bool // the store has the fault hook (see newEnv)
 	// limits are the key limits the store sees (see setLimits).
 	limits atomic.Pointer[map[string]app.KeyLimits]
+	// webhooks gives the webhook rules the store sees (see useWebhooks).
+	webhooks atomic.Pointer[func() *app.WebhookRules]
 }
 
 // newEnv opens a store; with hooked, one whose fault hook setFault sets.
@@ -47,6 +49,11 @@ func newEnv(t *testing.T, open Opener, hooked bool) *env {
 			return (*m)[q]
 		}
 		return app.KeyLimits{}
+	}, Webhooks: func() *app.WebhookRules {
+		if f := e.webhooks.Load(); f != nil {
+			return (*f)()
+		}
+		return nil
 	}}
 	if hooked {
 		opts.Fault = func(ctx context.Context, p app.FaultPoint, id int64) error {
