@@ -342,14 +342,8 @@ func (s *Service) CallbackSecret(ctx context.Context) (string, error) {
 			return err
 		}
 		if r != nil {
-			var v struct {
-				Secret string `json:"secret"`
-			}
-			if err := json.Unmarshal(r.Value, &v); err != nil || v.Secret == "" {
-				return fmt.Errorf("stored callback secret cannot be read: %v", err)
-			}
-			secret = v.Secret
-			return nil
+			secret, err = callbackSecretOf(*r)
+			return err
 		}
 		b := make([]byte, 32)
 		if _, err := rand.Read(b); err != nil {
@@ -365,6 +359,31 @@ func (s *Service) CallbackSecret(ctx context.Context) (string, error) {
 	}
 	s.Config.webhooks.secret.Store(&secret)
 	return secret, nil
+}
+
+// StoredCallbackSecret reads the generated callback secret from recs (the
+// store's runtime settings), for a command that can only read the store;
+// false if none was generated yet.
+func StoredCallbackSecret(recs []SettingsRecord) (string, bool) {
+	for _, r := range recs {
+		if r.Kind == SettingWebhookSecret && r.Name == callbackSecretName {
+			if sec, err := callbackSecretOf(r); err == nil {
+				return sec, true
+			}
+		}
+	}
+	return "", false
+}
+
+// callbackSecretOf reads the secret of the runtime setting r.
+func callbackSecretOf(r SettingsRecord) (string, error) {
+	var v struct {
+		Secret string `json:"secret"`
+	}
+	if err := json.Unmarshal(r.Value, &v); err != nil || v.Secret == "" {
+		return "", fmt.Errorf("stored callback secret cannot be read: %v", err)
+	}
+	return v.Secret, nil
 }
 
 func (s *Service) webhookInFile(name string) bool {

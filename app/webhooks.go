@@ -114,6 +114,8 @@ type WebhookSubscription struct {
 	Source    string    `json:"source"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+
+	secretSet bool // read from an answer's secret_set (a client's copy has no secret)
 }
 
 // MarshalJSON writes the subscription as the API answers with it: times in
@@ -141,7 +143,23 @@ func (w WebhookSubscription) MarshalJSON() ([]byte, error) {
 		SecretSet bool    `json:"secret_set"`
 		CreatedAt *string `json:"created_at"`
 		UpdatedAt *string `json:"updated_at"`
-	}{p, w.Secret != "", created, updated})
+	}{p, w.Secret != "" || w.secretSet, created, updated})
+}
+
+// UnmarshalJSON reads an answer of the API (a client's): its secret_set
+// is kept, so the copy writes it back as the server did.
+func (w *WebhookSubscription) UnmarshalJSON(b []byte) error {
+	type plain WebhookSubscription
+	var v struct {
+		plain
+		SecretSet bool `json:"secret_set"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*w = WebhookSubscription(v.plain)
+	w.secretSet = v.SecretSet
+	return nil
 }
 
 // Matches reports whether w delivers e: enabled, subscribed to its type,

@@ -102,6 +102,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer, b Build) *cli.App {
 			workflowCommand(),
 			queuesCommand(),
 			periodicCommand(),
+			webhooksCommand(), // webhooks.go
 			statsCommand(),
 			auditCommand(),
 			workCommand(),
@@ -192,6 +193,8 @@ var takesArguments = map[string]bool{
 	"queue periodic delete": true, "queue periodic pause": true, "queue periodic resume": true, "queue periodic run": true,
 	"queue workflow submit": true, "queue workflow get": true, "queue workflow cancel": true,
 	"queue workers quiet": true, "queue workers stop": true, // workers_cli.go
+	"queue webhooks show": true, "queue webhooks update": true, "queue webhooks remove": true, // webhooks.go
+	"queue webhooks deliveries": true, "queue webhooks test": true,
 	"queue work": true, "queue backup": true, "queue config check": true, "queue completion": true,
 }
 
