@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -128,7 +127,7 @@ func (p *pages) webhookCreate(c echo.Context) error {
 	in.Name = strings.TrimSpace(c.FormValue("name"))
 	w, err := p.svc.CreateWebhook(c.Request().Context(), in, actor(c))
 	if err != nil {
-		return p.actionErr(c, webhookPageErr(err), "/webhooks")
+		return p.actionErr(c, webhookErr(err), "/webhooks")
 	}
 	return p.done(c, webhookPath(w.Name), flash{Text: fmt.Sprintf("Webhook %s created: %s gets %s, within a second on every node.",
 		w.Name, w.URL, strings.Join(w.Events, ", "))})
@@ -144,7 +143,7 @@ func (p *pages) webhookSave(c echo.Context) error {
 		return p.actionErr(c, err, back)
 	}
 	if _, err := p.svc.PutWebhook(c.Request().Context(), name, in, actor(c)); err != nil {
-		return p.actionErr(c, webhookPageErr(err), back)
+		return p.actionErr(c, webhookErr(err), back)
 	}
 	return p.done(c, back, flash{Text: fmt.Sprintf("Webhook %s saved; in effect within a second on every node.", name)})
 }
@@ -214,17 +213,7 @@ func (p *pages) webhookDelete(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, webhookPath(name)+"/delete")
 	}
 	if err := p.svc.DeleteWebhook(c.Request().Context(), name, actor(c)); err != nil {
-		return p.actionErr(c, webhookPageErr(err), webhookPath(name))
+		return p.actionErr(c, webhookErr(err), webhookPath(name))
 	}
 	return p.done(c, "/webhooks", flash{Text: fmt.Sprintf("Webhook %s deleted.", name)})
-}
-
-// webhookPageErr makes the conflicts of the webhook API messages a page
-// shows (the rest as actionErr decides).
-func webhookPageErr(err error) error {
-	switch {
-	case errors.Is(err, app.ErrWebhookInConfig), errors.Is(err, app.ErrWebhookExists):
-		return newError(http.StatusConflict, "conflict", "%s", message(err))
-	}
-	return err
 }
