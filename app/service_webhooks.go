@@ -115,7 +115,7 @@ func (s *Service) saveWebhook(ctx context.Context, in WebhookInput, actor, actio
 
 // DeleteWebhook deletes the subscription called name (one made through
 // the API), audited (webhook.delete). Its deliveries already made stay
-// jobs and are still sent.
+// jobs, which can no longer be signed: the delivery worker fails them.
 func (s *Service) DeleteWebhook(ctx context.Context, name, actor string) error {
 	if s.webhookInFile(name) {
 		return webhookInConfig(name)

@@ -77,7 +77,7 @@ func webhooksCommand() *cli.Command {
 				Flags:  withFlags(serverFlags(), webhookFlags(false), []cli.Flag{jsonFlag()}),
 				Action: webhooksUpdate,
 			},
-			byName("remove", "delete a subscription made through the API (deliveries already made are still sent)", "queue webhooks remove ops",
+			byName("remove", "delete a subscription made through the API (its deliveries not yet sent fail)", "queue webhooks remove ops",
 				func(c *cli.Context, cl *client.Client, name string) error {
 					if err := cl.DeleteWebhook(c.Context, name); err != nil {
 						return remoteErr(c, err)
