@@ -198,7 +198,7 @@ func (p *pages) webhookDeleteConfirm(c echo.Context) error {
 	}
 	v := confirmView{base: p.base(c, "Confirm delete", "webhooks"), Action: back + "/delete", Back: back, Danger: true,
 		Heading: fmt.Sprintf("Delete webhook %s?", name),
-		Text: fmt.Sprintf("Events from now on are no longer sent to %s. Deliveries already queued are still sent; their history stays with their jobs. This cannot be undone.",
+		Text: fmt.Sprintf("Events from now on are no longer sent to %s; deliveries not yet sent can no longer be signed, so they fail to the dead-letter queue. Those sent stay jobs until retention. This cannot be undone.",
 			w.URL),
 		Button: "Delete webhook",
 		Fields: []formField{{"confirm", "yes"}}}
