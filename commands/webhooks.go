@@ -109,7 +109,7 @@ func webhooksCommand() *cli.Command {
 					"the database (made here if there is none yet and the database is free). It reads the database itself: no API\n" +
 					"answer carries it.\n\n" +
 					"Examples:\n  queue webhooks callback-secret --db /var/lib/queue/queue.db\n  queue webhooks callback-secret --config /etc/queue/queue.toml",
-				Flags: []cli.Flag{dbFlag(), &cli.StringFlag{Name: "config", Usage: "the config file (its [webhooks] callback_secret and [server] db)", EnvVars: []string{"QUEUE_CONFIG"}}},
+				Flags:  []cli.Flag{dbFlag(), &cli.StringFlag{Name: "config", Usage: "the config file (its [webhooks] callback_secret and [server] db)", EnvVars: []string{"QUEUE_CONFIG"}}},
 				Action: webhooksCallbackSecret,
 			},
 		},
