@@ -1,5 +1,6 @@
 // Package assets holds what the binary carries with it: the schema
-// migrations of each store, the web UI's templates and its static files.
+// migrations of each store, the web UI's templates and its static files,
+// and the OpenAPI document of the HTTP API.
 // Import it as assets; it has no logic beyond listing files in order.
 package assets
 
@@ -17,6 +18,15 @@ var templates embed.FS
 
 //go:embed static
 var static embed.FS
+
+// OpenAPI is the OpenAPI 3.1 document of every route the server serves,
+// answered by GET /api/openapi.json. It is generated, not edited: the ui
+// tests build it from their route table (ui/openapi_doc_test.go), fail when
+// this file differs, and rewrite it with
+// `go test ./ui -run OpenAPI -update`.
+//
+//go:embed openapi.json
+var OpenAPI []byte
 
 // Templates holds the web UI's html/template files (layout.html and one
 // file per page), rooted at the templates folder.
