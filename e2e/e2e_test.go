@@ -95,6 +95,7 @@ func start(t *testing.T, dir, addr string, args ...string) *proc {
 	}
 	p := &proc{t: t, cmd: cmd, url: "http://" + addr, addr: addr, done: make(chan struct{})}
 	go func() { p.err = cmd.Wait(); close(p.done) }()
+	watchOpenAPI(t, addr) // its answers are checked against the OpenAPI document (openapi_test.go)
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		<-p.done

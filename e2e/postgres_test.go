@@ -112,6 +112,7 @@ func startNode(t *testing.T, name, dsn string) *node {
 	}
 	p := &proc{t: t, cmd: cmd, url: "http://" + addr, addr: addr, done: make(chan struct{})}
 	go func() { p.err = cmd.Wait(); close(p.done) }()
+	watchOpenAPI(t, addr)
 	n := &node{proc: p, name: name, log: log}
 	t.Cleanup(func() {
 		cmd.Process.Kill()

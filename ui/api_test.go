@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/internal/openapitest"
 	"github.com/queuehq/queue/memory"
 	"github.com/queuehq/queue/sqlite"
 	"github.com/queuehq/queue/ui"
@@ -48,7 +49,7 @@ func newServer(t *testing.T, opts ui.Options, withSQLite bool) *server {
 		opts.Service = app.NewService(store, nil, clock, bus, zerolog.Nop())
 	}
 	opts.Log = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	srv := httptest.NewServer(ui.New(opts))
+	srv := httptest.NewServer(openapitest.Handler(t, ui.New(opts))) // every answer checked against the OpenAPI document
 	t.Cleanup(srv.Close)
 	return &server{t: t, url: srv.URL, svc: opts.Service, clock: clock}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/internal/openapitest"
 	"github.com/queuehq/queue/memory"
 	"github.com/queuehq/queue/sqlite"
 	"github.com/queuehq/queue/ui"
@@ -73,7 +74,7 @@ func errorServer(t *testing.T, withSQLite bool) *server {
 	cfg := app.DefaultConfig()
 	cfg.Queues["capped"] = app.QueueConfig{MaxQueued: 1}
 	svc := app.NewService(store, cfg, clock, bus, zerolog.Nop())
-	srv := httptest.NewServer(ui.New(ui.Options{Service: svc, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)}))
+	srv := httptest.NewServer(openapitest.Handler(t, ui.New(ui.Options{Service: svc, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})))
 	t.Cleanup(srv.Close)
 	return &server{t: t, url: srv.URL, svc: svc, clock: clock}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/internal/openapitest"
 	"github.com/queuehq/queue/ui"
 )
 
@@ -32,7 +33,7 @@ func TestBrowserKeys(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			svc, _ := newFlowService(t, false)
 			keyedJobs(t, svc, hostileKey)
-			srv := httptest.NewServer(ui.New(ui.Options{Service: svc, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)}))
+			srv := httptest.NewServer(openapitest.Handler(t, ui.New(ui.Options{Service: svc, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})))
 			t.Cleanup(srv.Close)
 			tb := newTab(t, browser, srv.URL, js)
 			if js {

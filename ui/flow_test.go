@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/internal/openapitest"
 	"github.com/queuehq/queue/memory"
 	"github.com/queuehq/queue/sqlite"
 	"github.com/queuehq/queue/ui"
@@ -59,7 +60,7 @@ func newFlowServer(t *testing.T, opts ui.Options, withSQLite bool) (*server, *ui
 	m := ui.NewMetrics(svc)
 	opts.Service, opts.Metrics = svc, m.Handler()
 	opts.Log = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	srv := httptest.NewServer(ui.New(opts))
+	srv := httptest.NewServer(openapitest.Handler(t, ui.New(opts)))
 	t.Cleanup(srv.Close)
 	return &server{t: t, url: srv.URL, svc: svc, clock: clock}, m
 }

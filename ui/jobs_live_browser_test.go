@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/internal/openapitest"
 	"github.com/queuehq/queue/ui"
 )
 
@@ -27,7 +28,7 @@ func TestBrowserLiveJobs(t *testing.T) {
 			for _, p := range []string{`{"customer":42}`, `{"customer":"42"}`, `{"customer":7}`, `{"customer":"<img src=x>"}`} {
 				mustSubmit(t, svc, app.SubmitInput{Queue: "shop", Kind: "order", Payload: json.RawMessage(p)})
 			}
-			srv := httptest.NewServer(ui.New(ui.Options{Service: svc, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)}))
+			srv := httptest.NewServer(openapitest.Handler(t, ui.New(ui.Options{Service: svc, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})))
 			t.Cleanup(srv.Close)
 			tb := newTab(t, browser, srv.URL, js)
 			if js {

@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/internal/openapitest"
 	"github.com/queuehq/queue/memory"
 	"github.com/queuehq/queue/sqlite"
 	"github.com/queuehq/queue/ui"
@@ -92,7 +93,7 @@ func newUIEnv(t testing.TB, opts ui.Options, withSQLite bool) *uiEnv {
 	if opts.Version == "" {
 		opts.Version = "v0.0.0-test"
 	}
-	srv := httptest.NewServer(ui.New(opts))
+	srv := httptest.NewServer(openapitest.Handler(t, ui.New(opts)))
 	t.Cleanup(srv.Close)
 	env.URL = srv.URL
 	return env

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/internal/openapitest"
 	"github.com/queuehq/queue/ui"
 )
 
@@ -26,7 +27,7 @@ func newFlowPages(t *testing.T) (*uiClient, *app.Service) {
 	t.Helper()
 	svc, _ := newFlowService(t, false)
 	keyedJobs(t, svc, hostileKey)
-	srv := httptest.NewServer(ui.New(ui.Options{Service: svc, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)}))
+	srv := httptest.NewServer(openapitest.Handler(t, ui.New(ui.Options{Service: svc, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})))
 	t.Cleanup(srv.Close)
 	return newUIClient(t, srv.URL), svc
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/internal/openapitest"
 	"github.com/queuehq/queue/ui"
 )
 
@@ -28,8 +29,8 @@ func TestBrowserJobProgressAndLog(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			browser := newBrowser(t) // its own cookies: each run logs in
 			svc, clock := newFlowService(t, false)
-			srv := httptest.NewServer(ui.New(ui.Options{Service: svc, Tokens: []ui.Token{{Name: "ops", Secret: testToken}},
-				Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)}))
+			srv := httptest.NewServer(openapitest.Handler(t, ui.New(ui.Options{Service: svc, Tokens: []ui.Token{{Name: "ops", Secret: testToken}},
+				Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})))
 			t.Cleanup(srv.Close)
 			ctx := t.Context()
 			sub, err := svc.Submit(ctx, []app.SubmitInput{{Queue: "imports", Kind: "csv", MaxAttempts: ptr(3)}})

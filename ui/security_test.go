@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/internal/openapitest"
 	"github.com/queuehq/queue/memory"
 	"github.com/queuehq/queue/ui"
 )
@@ -436,7 +437,7 @@ func (z *zeros) Read(p []byte) (int, error) {
 func TestLoginBodyIsCappedBeforeReading(t *testing.T) {
 	store := memory.New(app.StoreOptions{})
 	svc := app.NewService(store, nil, app.SystemClock{}, app.NewBus(), zerolog.Nop())
-	h := ui.New(ui.Options{Service: svc, Tokens: []ui.Token{{Name: "ops", Secret: testToken}}, Log: zerolog.Nop()})
+	h := openapitest.Handler(t, ui.New(ui.Options{Service: svc, Tokens: []ui.Token{{Name: "ops", Secret: testToken}}, Log: zerolog.Nop()}))
 	var read atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = countingBody{r.Body, &read}
@@ -547,7 +548,7 @@ func TestHostAllowList(t *testing.T) {
 	}
 	svc := app.NewService(memory.New(app.StoreOptions{}), nil, app.SystemClock{}, app.NewBus(), zerolog.Nop())
 	for _, c := range cases {
-		h := ui.New(ui.Options{Service: svc, ListenAddr: c.listen, AllowedHosts: c.allowed, Log: zerolog.Nop()})
+		h := openapitest.Handler(t, ui.New(ui.Options{Service: svc, ListenAddr: c.listen, AllowedHosts: c.allowed, Log: zerolog.Nop()}))
 		req := httptest.NewRequest("GET", "/api/stats", nil)
 		req.Host = c.host
 		w := httptest.NewRecorder()

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/internal/openapitest"
 	"github.com/queuehq/queue/memory"
 	"github.com/queuehq/queue/ui"
 )
@@ -266,7 +267,7 @@ func (s *syncBuf) String() string {
 func TestClientHangUpIsDebug(t *testing.T) {
 	var logs syncBuf
 	svc := app.NewService(memory.New(app.StoreOptions{}), nil, app.SystemClock{}, app.NewBus(), zerolog.Nop())
-	srv := httptest.NewServer(ui.New(ui.Options{Service: svc, Log: zerolog.New(&logs).Level(zerolog.DebugLevel)}))
+	srv := httptest.NewServer(openapitest.Handler(t, ui.New(ui.Options{Service: svc, Log: zerolog.New(&logs).Level(zerolog.DebugLevel)})))
 	defer srv.Close()
 	res, err := svc.Submit(t.Context(), []app.SubmitInput{{Kind: "k"}})
 	if err != nil {
