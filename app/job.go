@@ -153,6 +153,7 @@ func (d *DeadJob) AsJob() *Job {
 		Tags: d.Tags, IdempotencyKey: d.IdempotencyKey, Lease: d.OriginalLease,
 		Errors: d.Errors, ReplayedFrom: d.ReplayedFrom, WorkerID: d.WorkerID, StartedAt: d.StartedAt,
 		WorkflowID: d.WorkflowID, Step: d.Step, Key: d.Key,
+		CallbackURL: d.CallbackURL, Traceparent: d.Traceparent, Tracestate: d.Tracestate,
 		CreatedAt: d.OriginalCreatedAt, UpdatedAt: d.MovedAt, FinishedAt: &d.MovedAt,
 		DeadLetter: &DeadLetterInfo{
 			Reason: d.Reason, LastError: d.LastError, MovedAt: d.MovedAt,
@@ -507,6 +508,7 @@ func (nj *NewJob) Row(now time.Time) *Job {
 		RunAt: ms(runAt), MaxAttempts: nj.MaxAttempts, Timeout: Duration(nj.Timeout.Truncate(time.Millisecond)),
 		Tags: nj.Tags, IdempotencyKey: nj.IdempotencyKey, ReplayedFrom: nj.ReplayedFrom, CreatedAt: now, UpdatedAt: now,
 		WorkflowID: nj.WorkflowID, Step: nj.Step, Key: nj.Key, Held: nj.Held, Dedupe: nj.Dedupe,
+		CallbackURL: nj.CallbackURL, Traceparent: nj.Traceparent, Tracestate: nj.Tracestate,
 	}
 	if nj.ExpiresAt != nil {
 		at := ms(*nj.ExpiresAt)

@@ -157,12 +157,15 @@ func DeadFromJob(job *Job, reason string, now time.Time) *DeadJob {
 		MovedAt: now, OriginalLease: job.Lease,
 		StartedAt: job.StartedAt, RunAt: &runAt, WorkerID: job.WorkerID,
 		WorkflowID: job.WorkflowID, Step: job.Step, Key: job.Key,
+		CallbackURL: job.CallbackURL, Traceparent: job.Traceparent, Tracestate: job.Tracestate,
 	}
 }
 
 // ReplayJob is the fresh job a replay of d inserts: attempts 0, same queue,
 // kind, payload, priority, tags, max_attempts, timeout and idempotency key
-// (a client retrying with its key finds the live job), replayed_from d.
+// (a client retrying with its key finds the live job), replayed_from d. It
+// keeps d's callback_url (the replay's end is called back too) and trace
+// context (the replay's spans join the trace the job was submitted in).
 func ReplayJob(d *DeadJob, runAt time.Time) NewJob {
 	from := d.ID
 	return NewJob{
@@ -170,6 +173,7 @@ func ReplayJob(d *DeadJob, runAt time.Time) NewJob {
 		RunAt: runAt, MaxAttempts: d.MaxAttempts, Timeout: d.Timeout.D(),
 		Tags: d.Tags, IdempotencyKey: d.IdempotencyKey, ReplayedFrom: &from,
 		WorkflowID: d.WorkflowID, Step: d.Step, Key: d.Key,
+		CallbackURL: d.CallbackURL, Traceparent: d.Traceparent, Tracestate: d.Tracestate,
 	}
 }
 

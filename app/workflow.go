@@ -134,6 +134,10 @@ type StepJob struct {
 	ExpiresAt   *time.Time      `json:"expires_at,omitempty"`
 	Tags        []string        `json:"tags,omitempty"`
 	Key         string          `json:"key,omitempty"`
+	// CallbackURL, Traceparent and Tracestate: see Job.
+	CallbackURL string `json:"callback_url,omitempty"`
+	Traceparent string `json:"traceparent,omitempty"`
+	Tracestate  string `json:"tracestate,omitempty"`
 }
 
 // NewJob is the job of step name of workflow wf released at now.
@@ -142,6 +146,7 @@ func (sj *StepJob) NewJob(wf int64, name string, now time.Time) NewJob {
 		Queue: sj.Queue, Kind: sj.Kind, Payload: sj.Payload, Priority: sj.Priority,
 		RunAt: now.Add(sj.Delay.D()), MaxAttempts: sj.MaxAttempts, Timeout: sj.Timeout.D(),
 		ExpiresAt: sj.ExpiresAt, Tags: sj.Tags, WorkflowID: wf, Step: name, Key: sj.Key,
+		CallbackURL: sj.CallbackURL, Traceparent: sj.Traceparent, Tracestate: sj.Tracestate,
 	}
 	if sj.RunAt != nil && sj.RunAt.After(now) {
 		nj.RunAt = *sj.RunAt
@@ -373,7 +378,8 @@ func (in *WorkflowInput) Plan(cfg *Config, now time.Time) (*WorkflowPlan, error)
 			return nil, err
 		}
 		sj := StepJob{Queue: nj.Queue, Kind: nj.Kind, Payload: nj.Payload, Priority: nj.Priority,
-			MaxAttempts: nj.MaxAttempts, Timeout: Duration(nj.Timeout), Tags: nj.Tags, Key: nj.Key}
+			MaxAttempts: nj.MaxAttempts, Timeout: Duration(nj.Timeout), Tags: nj.Tags, Key: nj.Key,
+			CallbackURL: nj.CallbackURL, Traceparent: nj.Traceparent, Tracestate: nj.Tracestate}
 		if s.RunAt != nil {
 			sj.RunAt = &nj.RunAt
 		} else if s.Delay != nil {
