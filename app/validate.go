@@ -2,7 +2,9 @@ package app
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -23,7 +25,19 @@ const (
 	MaxTimeout   = 24 * time.Hour
 	MaxWait      = 60 * time.Second
 	MaxDelay     = 10 * 365 * 24 * time.Hour
+	// MaxCallbackURL bounds a job's callback_url, as browsers and most
+	// servers bound a URL.
+	MaxCallbackURL = 2048
+	// MaxTracestate bounds a job's tracestate: W3C trace context asks
+	// propagators to pass on at least 512 characters of it.
+	MaxTracestate = 512
 )
+
+// traceparentForm is the one form of traceparent a job takes (W3C trace
+// context, version 00), told in the refusal.
+const traceparentForm = "00-<32 lowercase hex trace id, not all zero>-<16 lowercase hex parent id, not all zero>-<2 lowercase hex flags>"
+
+var traceparentRE = regexp.MustCompile(`^00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$`)
 
 // ValidateQueue checks a queue name: 1-64 characters of [A-Za-z0-9_.-].
 func ValidateQueue(q string) error {
@@ -160,7 +174,80 @@ func (in *SubmitInput) NewJob(cfg *Config, now time.Time) (NewJob, error) {
 	if in.IdempotencyKey != "" && len(in.IdempotencyKey) > MaxKeyLength {
 		return nj, Invalid("idempotency_key", "idempotency key is %d bytes; at most 255", len(in.IdempotencyKey))
 	}
+	if err := in.integrations(&nj); err != nil {
+		return nj, err
+	}
 	return nj, in.flow(&nj, now)
+}
+
+// integrations validates in's callback_url and trace context into nj
+// (docs/integrations.md). They reach HTTP headers, a command's environment
+// and every job answer, so only their documented forms are stored.
+func (in *SubmitInput) integrations(nj *NewJob) error {
+	if in.Traceparent != "" {
+		if err := ValidateTraceparent(in.Traceparent); err != nil {
+			return err
+		}
+	}
+	if len(in.Tracestate) > MaxTracestate {
+		return Invalid("tracestate", "tracestate is %d characters; at most %d", len(in.Tracestate), MaxTracestate)
+	}
+	for _, c := range []byte(in.Tracestate) {
+		if c < 0x20 || c > 0x7e {
+			return Invalid("tracestate", "tracestate holds a character outside printable ASCII (W3C trace context: key=value pairs separated by commas)")
+		}
+	}
+	if in.CallbackURL != "" {
+		if _, err := ParseCallbackURL(in.CallbackURL); err != nil {
+			return err
+		}
+		// The target policy (the SSRF guard: loopback, private and
+		// link-local targets refused unless the config allows them) is
+		// NewJob's next check, Config.CheckCallbackURL.
+	}
+	nj.CallbackURL, nj.Traceparent = in.CallbackURL, in.Traceparent
+	if in.Traceparent != "" { // W3C: a tracestate without a traceparent is ignored
+		nj.Tracestate = in.Tracestate
+	}
+	return nil
+}
+
+// ValidateTraceparent checks a W3C traceparent (version 00): its trace id
+// and parent id in lowercase hex and not all zero, as the spec requires of
+// a valid one. A 400 invalid_field otherwise, naming the form.
+func ValidateTraceparent(tp string) error {
+	m := traceparentRE.FindStringSubmatch(tp)
+	if m == nil || strings.Trim(m[1], "0") == "" || strings.Trim(m[2], "0") == "" {
+		return Invalid("traceparent", "traceparent %q is not a W3C traceparent: it must be %s", clip(tp), traceparentForm)
+	}
+	return nil
+}
+
+// ParseCallbackURL checks a callback_url: an absolute http or https URL
+// with a host, at most MaxCallbackURL bytes, without credentials (the job
+// and its answers show the URL; a receiver checks the request's signature
+// instead). A 400 invalid_field otherwise.
+func ParseCallbackURL(raw string) (*url.URL, error) {
+	if len(raw) > MaxCallbackURL {
+		return nil, Invalid("callback_url", "callback_url is %d bytes; at most %d", len(raw), MaxCallbackURL)
+	}
+	if !utf8.ValidString(raw) {
+		return nil, Invalid("callback_url", "callback_url is not UTF-8")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, Invalid("callback_url", "callback_url %q is not a URL: %v", clip(raw), errors.Unwrap(err))
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, Invalid("callback_url", "callback_url %q must be an absolute http:// or https:// URL", clip(raw))
+	}
+	if u.Opaque != "" || u.Hostname() == "" {
+		return nil, Invalid("callback_url", "callback_url %q has no host", clip(raw))
+	}
+	if u.User != nil {
+		return nil, Invalid("callback_url", "callback_url must not carry credentials (user:password@): every job answer shows it; check the request's Queue-Signature instead")
+	}
+	return u, nil
 }
 
 // flow validates in's key and dedupe rule into nj.
