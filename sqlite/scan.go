@@ -16,7 +16,8 @@ const jobCols = `id, queue, kind, payload, status, priority, run_at, attempts, m
 	timeout_ms, expires_at, tags, idempotency_key, lease, lease_expires_at, worker_id,
 	cancel_requested, cancel_reason, errors, result, replayed_from, created_at, updated_at,
 	started_at, finished_at, workflow_id, step, flow_key, held, dedupe,
-	progress, progress_message, progress_at, progress_attempt`
+	progress, progress_message, progress_at, progress_attempt,
+	callback_url, traceparent, tracestate`
 
 // claimCols is jobCols without the columns a claim sets to values its
 // caller knows (status, lease_expires_at, worker_id, updated_at,
@@ -24,7 +25,7 @@ const jobCols = `id, queue, kind, payload, status, priority, run_at, attempts, m
 const claimCols = `id, queue, kind, payload, priority, run_at, attempts, max_attempts,
 	timeout_ms, expires_at, tags, idempotency_key, lease,
 	cancel_requested, cancel_reason, errors, result, replayed_from, created_at,
-	finished_at, workflow_id, step, flow_key`
+	finished_at, workflow_id, step, flow_key, callback_url, traceparent, tracestate`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -60,6 +61,7 @@ type jobRow struct {
 	progress, progressAt                             sql.NullInt64
 	progressMsg                                      sql.NullString
 	progressAttempt                                  int
+	callbackURL, traceparent, tracestate             sql.NullString
 }
 
 func scanJob(sc scanner) (*app.Job, error) {
@@ -68,7 +70,8 @@ func scanJob(sc scanner) (*app.Job, error) {
 		&r.j.MaxAttempts, &r.timeoutMS, &r.expiresAt, &r.tags, &r.idem, &r.j.Lease, &r.leaseExpiresAt, &r.workerID,
 		&r.cancelRequested, &r.cancelReason, &r.errs, &r.result, &r.replayedFrom, &r.createdAt, &r.updatedAt,
 		&r.startedAt, &r.finishedAt, &r.workflowID, &r.step, &r.flowKey, &r.held, &r.dedupe,
-		&r.progress, &r.progressMsg, &r.progressAt, &r.progressAttempt); err != nil {
+		&r.progress, &r.progressMsg, &r.progressAt, &r.progressAttempt,
+		&r.callbackURL, &r.traceparent, &r.tracestate); err != nil {
 		return nil, err
 	}
 	j, err := r.job()
@@ -86,7 +89,7 @@ func scanClaimed(sc scanner, now int64, worker string, timeoutMS int64) (*app.Jo
 	if err := sc.Scan(&r.j.ID, &r.j.Queue, &r.j.Kind, &r.payload, &r.j.Priority, &r.runAt, &r.j.Attempts,
 		&r.j.MaxAttempts, &r.timeoutMS, &r.expiresAt, &r.tags, &r.idem, &r.j.Lease,
 		&r.cancelRequested, &r.cancelReason, &r.errs, &r.result, &r.replayedFrom, &r.createdAt,
-		&r.finishedAt, &r.workflowID, &r.step, &r.flowKey); err != nil {
+		&r.finishedAt, &r.workflowID, &r.step, &r.flowKey, &r.callbackURL, &r.traceparent, &r.tracestate); err != nil {
 		return nil, err
 	}
 	if timeoutMS < 0 {
@@ -110,6 +113,7 @@ func (r *jobRow) job() (*app.Job, error) {
 	j.CancelRequested, j.Result, j.ReplayedFrom = r.cancelRequested != 0, nullJSON(r.result), nullInt64(r.replayedFrom)
 	j.WorkflowID, j.Step = r.workflowID.Int64, r.step.String
 	j.Key, j.Held, j.Dedupe = r.flowKey.String, r.held != 0, r.dedupe.String
+	j.CallbackURL, j.Traceparent, j.Tracestate = r.callbackURL.String, r.traceparent.String, r.tracestate.String
 	if err := app.DecodeList(r.tags, &j.Tags); err != nil {
 		return nil, fmt.Errorf("job %d tags: %w", j.ID, err)
 	}
@@ -123,7 +127,8 @@ func (r *jobRow) job() (*app.Job, error) {
 const deadCols = `id, queue, kind, payload, priority, tags, attempts, max_attempts, timeout_ms,
 	errors, idempotency_key, original_created_at, replayed_from, dead_letter_reason, last_error,
 	moved_to_dead_letter_at, original_lease, resurrection_count, last_resurrection_at,
-	started_at, run_at, worker_id, note, replayed_job_id, workflow_id, step, flow_key`
+	started_at, run_at, worker_id, note, replayed_job_id, workflow_id, step, flow_key,
+	callback_url, traceparent, tracestate`
 
 func scanDead(sc scanner) (*app.DeadJob, error) {
 	var (
@@ -135,16 +140,19 @@ func scanDead(sc scanner) (*app.DeadJob, error) {
 		startedAt, runAt, replayedJob  sql.NullInt64
 		workflowID                     sql.NullInt64
 		step, flowKey                  sql.NullString
+		callbackURL, tp, ts            sql.NullString
 	)
 	if err := sc.Scan(&d.ID, &d.Queue, &d.Kind, &payload, &d.Priority, &tags, &d.Attempts, &d.MaxAttempts,
 		&timeoutMS, &errs, &idem, &createdAt, &replayedFrom, &d.Reason, &d.LastError, &movedAt,
-		&d.OriginalLease, &d.ResurrectionCount, &lastResurrection, &startedAt, &runAt, &workerID, &d.Note, &replayedJob, &workflowID, &step, &flowKey); err != nil {
+		&d.OriginalLease, &d.ResurrectionCount, &lastResurrection, &startedAt, &runAt, &workerID, &d.Note, &replayedJob, &workflowID, &step, &flowKey,
+		&callbackURL, &tp, &ts); err != nil {
 		return nil, err
 	}
 	d.StartedAt, d.RunAt, d.WorkerID, d.ReplayedJobID = fromNullMS(startedAt), fromNullMS(runAt), workerID.String, nullInt64(replayedJob)
 	d.Payload, d.Timeout = json.RawMessage(payload), app.Duration(time.Duration(timeoutMS)*time.Millisecond)
 	d.IdempotencyKey, d.ReplayedFrom = idem.String, nullInt64(replayedFrom)
 	d.WorkflowID, d.Step, d.Key = workflowID.Int64, step.String, flowKey.String
+	d.CallbackURL, d.Traceparent, d.Tracestate = callbackURL.String, tp.String, ts.String
 	d.OriginalCreatedAt, d.MovedAt, d.LastResurrectionAt = fromMS(createdAt), fromMS(movedAt), fromNullMS(lastResurrection)
 	if err := app.DecodeList(tags, &d.Tags); err != nil {
 		return nil, fmt.Errorf("dead-letter row %d tags: %w", d.ID, err)

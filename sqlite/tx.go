@@ -107,11 +107,12 @@ func (w *wtx) RequestCancel(j *app.Job, reason string) (*app.Job, error) {
 // InsertDead implements app.Tx.
 func (w *wtx) InsertDead(d *app.DeadJob) error {
 	if _, err := w.exec(`INSERT INTO dead_letter_jobs (`+deadCols+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, ?, ?, ?, ?, NULL, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?)`,
 		d.ID, d.Queue, d.Kind, rawOrNull(d.Payload), d.Priority, app.EncodeList(d.Tags), d.Attempts,
 		d.MaxAttempts, d.Timeout.D().Milliseconds(), app.EncodeList(d.Errors), nullString(d.IdempotencyKey),
 		ms(d.OriginalCreatedAt), d.ReplayedFrom, d.Reason, d.LastError, ms(d.MovedAt), d.OriginalLease,
-		nullMS(d.StartedAt), nullMS(d.RunAt), nullString(d.WorkerID), d.Note, nullID(d.WorkflowID), nullString(d.Step), nullString(d.Key)); err != nil {
+		nullMS(d.StartedAt), nullMS(d.RunAt), nullString(d.WorkerID), d.Note, nullID(d.WorkflowID), nullString(d.Step), nullString(d.Key),
+		nullString(d.CallbackURL), nullString(d.Traceparent), nullString(d.Tracestate)); err != nil {
 		return err
 	}
 	d.MovedAt = fromMS(ms(d.MovedAt)) // as stored, so the caller sees exactly the row
