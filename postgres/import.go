@@ -178,7 +178,8 @@ var importJobCols = []string{"id", "queue", "kind", "payload", "status", "priori
 	"timeout_ms", "expires_at", "tags", "idempotency_key", "lease", "lease_expires_at", "worker_id",
 	"cancel_requested", "cancel_reason", "errors", "result", "replayed_from", "created_at", "updated_at",
 	"started_at", "finished_at", "workflow_id", "step", "flow_key", "held", "dedupe",
-	"progress", "progress_message", "progress_at", "progress_attempt"}
+	"progress", "progress_message", "progress_at", "progress_attempt",
+	"callback_url", "traceparent", "tracestate"}
 
 // jobs copies jobs through the staging table: inserted queued, then moved
 // on along legal transitions to their status (processing; processing then
@@ -203,7 +204,8 @@ func (im *Importer) jobs(ctx context.Context, jobs []*app.Job) error {
 			msPtr(j.LeaseExpiresAt), nullString(clean(j.WorkerID)), j.CancelRequested, nullString(clean(j.CancelReason)),
 			app.EncodeList(j.Errors), rawText(j.Result), j.ReplayedFrom, ms(j.CreatedAt), ms(j.UpdatedAt), msPtr(j.StartedAt), msPtr(j.FinishedAt),
 			nullID(j.WorkflowID), nullString(j.Step), nullString(j.Key), j.Held, nullString(j.Dedupe),
-			j.ProgressPercent, nullString(clean(j.ProgressMessage)), msPtr(j.ProgressAt), progressAttempt(j)}, nil
+			j.ProgressPercent, nullString(clean(j.ProgressMessage)), msPtr(j.ProgressAt), progressAttempt(j),
+			nullString(clean(j.CallbackURL)), nullString(clean(j.Traceparent)), nullString(clean(j.Tracestate))}, nil
 	}))
 	if err != nil {
 		return err

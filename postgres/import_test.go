@@ -58,7 +58,10 @@ func fillSQLite(t *testing.T, path string) (maxID int64) {
 	}
 	for i := 0; i < 12; i++ {
 		jobs = append(jobs, app.NewJob{Queue: "work", Kind: "k", Payload: json.RawMessage(`{"i":` + string(rune('0'+i%10)) + `}`), MaxAttempts: 2, Timeout: 10 * time.Second,
-			Key: "acct-9"}) // a queue that limits no key: plain jobs, their dead-letter rows keep the key
+			Key: "acct-9", // a queue that limits no key: plain jobs, their dead-letter rows keep the key
+			// and their integrations (issue 27), which their rows keep too
+			CallbackURL: fmt.Sprintf("https://hooks.example.com/%d", i),
+			Traceparent: fmt.Sprintf("00-4bf92f3577b34da6a3ce929d0e0e47%02x-00f067aa0ba902b7-01", i+1), Tracestate: "rojo=1"})
 	}
 	// A queue at key_concurrency 1: one job of the key released, two held;
 	// and a unique job, stored under its signature.
@@ -243,6 +246,20 @@ func TestImportFromSQLiteKeepsEveryRow(t *testing.T) {
 	}
 	wantDead, _ := src.ListDead(ctx, app.DeadFilter{Asc: true, Limit: 1000})
 	gotDead, _ := dst.ListDead(ctx, app.DeadFilter{Asc: true, Limit: 1000})
+	traced := 0 // the comparisons cover a job's and a row's integrations
+	for _, j := range wantJobs {
+		if j.CallbackURL != "" && j.Traceparent != "" && j.Tracestate != "" {
+			traced++
+		}
+	}
+	for _, d := range wantDead {
+		if d.CallbackURL != "" && d.Traceparent != "" && d.Tracestate != "" {
+			traced += 100
+		}
+	}
+	if traced%100 == 0 || traced < 100 {
+		t.Fatalf("the source lacks a job or a dead-letter row with callback_url, traceparent and tracestate (%d)", traced)
+	}
 	if len(wantDead) < 3 || asJSON(t, wantDead) != asJSON(t, gotDead) {
 		t.Errorf("dead-letter rows differ:\nsqlite   %s\npostgres %s", asJSON(t, wantDead), asJSON(t, gotDead))
 	}

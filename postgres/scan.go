@@ -18,7 +18,8 @@ const jobCols = `id, queue, kind, payload::text, status, priority, run_at, attem
 	timeout_ms, expires_at, tags, idempotency_key, lease, lease_expires_at, worker_id,
 	cancel_requested, cancel_reason, errors::text, result::text, replayed_from, created_at, updated_at,
 	started_at, finished_at, workflow_id, step, flow_key, held, dedupe,
-	progress, progress_message, progress_at, progress_attempt`
+	progress, progress_message, progress_at, progress_attempt,
+	callback_url, traceparent, tracestate`
 
 // qualified prefixes every column of cols with alias.
 func qualified(alias, cols string) string {
@@ -42,16 +43,19 @@ func scanJob(row pgx.Row) (*app.Job, error) {
 		progressMsg                                      *string
 		progressAt                                       *time.Time
 		progressAttempt                                  int
+		callbackURL, traceparent, tracestate             *string
 	)
 	if err := row.Scan(&j.ID, &j.Queue, &j.Kind, &payload, &status, &j.Priority, &j.RunAt, &j.Attempts,
 		&j.MaxAttempts, &timeoutMS, &expiresAt, &j.Tags, &idem, &j.Lease, &leaseExpiresAt, &workerID,
 		&j.CancelRequested, &cancelReason, &errs, &result, &j.ReplayedFrom, &j.CreatedAt, &j.UpdatedAt,
 		&startedAt, &finishedAt, &workflowID, &step, &key, &j.Held, &dedupe,
-		&progress, &progressMsg, &progressAt, &progressAttempt); err != nil {
+		&progress, &progressMsg, &progressAt, &progressAttempt,
+		&callbackURL, &traceparent, &tracestate); err != nil {
 		return nil, err
 	}
 	j.ShowProgress(progressAttempt, progress, deref(progressMsg), msPtr(progressAt))
 	j.WorkflowID, j.Step, j.Key, j.Dedupe = derefID(workflowID), deref(step), deref(key), deref(dedupe)
+	j.CallbackURL, j.Traceparent, j.Tracestate = deref(callbackURL), deref(traceparent), deref(tracestate)
 	j.Payload, j.Status, j.Timeout = json.RawMessage(payload), app.Status(status), app.Duration(time.Duration(timeoutMS)*time.Millisecond)
 	j.RunAt, j.CreatedAt, j.UpdatedAt = j.RunAt.UTC(), j.CreatedAt.UTC(), j.UpdatedAt.UTC()
 	j.ExpiresAt, j.LeaseExpiresAt = msPtr(expiresAt), msPtr(leaseExpiresAt)
@@ -124,7 +128,8 @@ func rawPtr(p *string) json.RawMessage {
 const deadCols = `id, queue, kind, payload::text, priority, tags, attempts, max_attempts, timeout_ms,
 	errors::text, idempotency_key, original_created_at, replayed_from, dead_letter_reason, last_error,
 	moved_to_dead_letter_at, original_lease, resurrection_count, last_resurrection_at,
-	started_at, run_at, worker_id, note, replayed_job_id, workflow_id, step, flow_key`
+	started_at, run_at, worker_id, note, replayed_job_id, workflow_id, step, flow_key,
+	callback_url, traceparent, tracestate`
 
 func scanDead(row pgx.Row) (*app.DeadJob, error) {
 	var (
@@ -135,14 +140,17 @@ func scanDead(row pgx.Row) (*app.DeadJob, error) {
 		lastResurrects *time.Time
 		workflowID     *int64
 		step, key      *string
+		callbackURL    *string
+		tp, ts         *string
 	)
 	if err := row.Scan(&d.ID, &d.Queue, &d.Kind, &payload, &d.Priority, &d.Tags, &d.Attempts, &d.MaxAttempts,
 		&timeoutMS, &errs, &idem, &d.OriginalCreatedAt, &d.ReplayedFrom, &d.Reason, &d.LastError, &d.MovedAt,
 		&d.OriginalLease, &d.ResurrectionCount, &lastResurrects, &d.StartedAt, &d.RunAt, &workerID, &d.Note, &d.ReplayedJobID,
-		&workflowID, &step, &key); err != nil {
+		&workflowID, &step, &key, &callbackURL, &tp, &ts); err != nil {
 		return nil, err
 	}
 	d.WorkflowID, d.Step, d.Key = derefID(workflowID), deref(step), deref(key)
+	d.CallbackURL, d.Traceparent, d.Tracestate = deref(callbackURL), deref(tp), deref(ts)
 	d.StartedAt, d.RunAt, d.WorkerID = msPtr(d.StartedAt), msPtr(d.RunAt), deref(workerID)
 	d.Payload, d.Timeout = json.RawMessage(payload), app.Duration(time.Duration(timeoutMS)*time.Millisecond)
 	d.IdempotencyKey, d.LastResurrectionAt = deref(idem), msPtr(lastResurrects)
