@@ -33,6 +33,9 @@ func (o *ReplayOverride) check(one bool) error {
 		if err := ValidateQueue(o.Queue); err != nil {
 			return Invalid("queue", "%v", err)
 		}
+		if reservedQueue(o.Queue) {
+			return Invalid("queue", "queue names starting with _ are reserved for the server's own jobs: a replay cannot move a job there")
+		}
 	}
 	if o.Priority != nil && (*o.Priority < -MaxPriority || *o.Priority > MaxPriority) {
 		return Invalid("priority", "priority %d is not between -1000 and 1000", *o.Priority)
@@ -68,6 +71,10 @@ func (o *ReplayOverride) apply(nj *NewJob) error {
 	}
 	if o.MaxAttempts != nil {
 		nj.MaxAttempts = *o.MaxAttempts
+	}
+	if nj.Queue == WebhookQueue && (o.Payload != nil || o.PayloadPatch != nil) {
+		// It names the subscription whose secret signs it, and the URL.
+		return Invalid("payload", "a webhook delivery's payload cannot be changed; replay it as it is")
 	}
 	if o.Payload != nil {
 		nj.Payload = o.Payload

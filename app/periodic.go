@@ -84,6 +84,9 @@ func ValidatePeriodic(p *PeriodicConfig, parse ScheduleParser) error {
 	if err := ValidateQueue(p.Queue); err != nil {
 		return Invalid("queue", "%v", err)
 	}
+	if reservedQueue(p.Queue) {
+		return Invalid("queue", "queue names starting with _ are reserved for the server's own jobs")
+	}
 	if err := ValidateKind(p.Kind); err != nil {
 		return Invalid("kind", "%v", err)
 	}

@@ -95,6 +95,9 @@ func (in *SubmitInput) NewJob(cfg *Config, now time.Time) (NewJob, error) {
 	if err := ValidateQueue(nj.Queue); err != nil {
 		return nj, Invalid("queue", "%v", err)
 	}
+	if reservedQueue(nj.Queue) { // internal queues (WebhookQueue); their jobs are inserted by app itself
+		return nj, Invalid("queue", "queue names starting with _ are reserved for the server's own jobs (%s: webhook deliveries)", WebhookQueue)
+	}
 	if in.Kind == "" {
 		return nj, Invalid("kind", "kind is required")
 	}
@@ -176,6 +179,11 @@ func (in *SubmitInput) NewJob(cfg *Config, now time.Time) (NewJob, error) {
 	}
 	if err := in.integrations(&nj); err != nil {
 		return nj, err
+	}
+	if nj.CallbackURL != "" {
+		if err := cfg.CheckCallbackURL(nj.CallbackURL); err != nil { // the target policy (webhooks.go)
+			return nj, err
+		}
 	}
 	return nj, in.flow(&nj, now)
 }

@@ -72,6 +72,10 @@ var WebhookEvents = []string{
 	EventWorkflowDone, EventDLQReplayed, EventDLQPurged, EventQueuePaused, EventQueueResumed,
 }
 
+// reservedQueue reports whether queue is internal: users cannot submit,
+// replay or schedule jobs there (app inserts its own, as WebhookQueue's).
+func reservedQueue(queue string) bool { return strings.HasPrefix(queue, "_") }
+
 // jobEnds are the events that end a job: its callback_url is called.
 func jobEnds(typ string) bool {
 	switch typ {

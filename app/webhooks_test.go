@@ -170,3 +170,12 @@ func TestWebhookSubscriptionJSONAndMatch(t *testing.T) {
 		t.Fatalf("nil rules want something")
 	}
 }
+
+// Periodic jobs cannot be scheduled into an internal queue.
+func TestPeriodicRefusesReservedQueue(t *testing.T) {
+	p := app.PeriodicConfig{Name: "x", Cron: "@every 1m", Queue: app.WebhookQueue, Kind: app.WebhookKind}
+	var ie *app.InvalidError
+	if err := app.ValidatePeriodic(&p, nil); !errors.As(err, &ie) || ie.Field != "queue" || !strings.Contains(err.Error(), "reserved") {
+		t.Fatalf("ValidatePeriodic into %s: %v, want an invalid queue", app.WebhookQueue, err)
+	}
+}

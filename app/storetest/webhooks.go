@@ -227,6 +227,18 @@ func testWebhookNoDeliveryForDeliveries(e *env) {
 	if r := e.fail(c, false); r.Outcome != app.OutcomeDeadLettered {
 		e.t.Fatalf("delivery failure: %s", r.Outcome)
 	}
+	// A delivery's payload names the subscription whose secret signs it:
+	// a replay cannot change it, nor move a job into an internal queue.
+	var ie *app.InvalidError
+	for _, o := range []*app.ReplayOverride{
+		{Payload: json.RawMessage(`{"subscription":"all","url":"https://elsewhere.example/"}`)},
+		{PayloadPatch: json.RawMessage(`{"url":"https://elsewhere.example/"}`)},
+	} {
+		_, err := app.Replay(e.ctx, e.s, app.ReplayRequest{Filter: app.DeadFilter{IDs: []int64{c.ID}, Limit: 1}, Override: o})
+		if !errors.As(err, &ie) || ie.Field != "payload" {
+			e.t.Fatalf("replay of a delivery with a new payload: %v, want an invalid payload", err)
+		}
+	}
 	replayed, err := app.Replay(e.ctx, e.s, app.ReplayRequest{Filter: app.DeadFilter{IDs: []int64{c.ID}, Limit: 1}})
 	if err != nil {
 		e.t.Fatalf("Replay: %v", err)
@@ -253,6 +265,11 @@ func testWebhookNoDeliveryForDeliveries(e *env) {
 	}
 	if want := []int64{replayed[0].ID, inner.ID}; !slices.Equal(left, want) {
 		e.t.Fatalf("jobs of %s after their events: %v, want only the replayed delivery and the inner job %v", app.WebhookQueue, left, want)
+	}
+	other := e.submitOne("q", "k")
+	e.deadLetter(other)
+	if _, err := e.service(nil).Replay(e.ctx, other.ID, app.ReplayInput{ReplayOverride: app.ReplayOverride{Queue: app.WebhookQueue}}, "t"); !errors.As(err, &ie) || ie.Field != "queue" {
+		e.t.Fatalf("replay into %s: %v, want an invalid queue", app.WebhookQueue, err)
 	}
 }
 
