@@ -402,15 +402,23 @@ func cancelLive(tx Tx, j *Job, reason string) (*Job, error) {
 // expired": retried with backoff, or dead-lettered with reason
 // lease_expired on the last attempt). It returns how many it finished.
 func RecoverStale(ctx context.Context, w Writer, limit int, backoff BackoffFunc) (int, error) {
-	n := 0
+	ended, err := recoverStale(ctx, w, limit, backoff)
+	return len(ended), err
+}
+
+// recoverStale is RecoverStale answering the attempts it ended, as they
+// were (for their spans: trace.go).
+func recoverStale(ctx context.Context, w Writer, limit int, backoff BackoffFunc) ([]*Job, error) {
+	var ended []*Job
 	err := w.Write(ctx, func(tx Tx) error {
-		n = 0
+		ended = ended[:0]
 		stale, err := tx.Stale(max(limit, 1))
 		if err != nil {
 			return err
 		}
 		for _, j := range stale {
 			tx.Event(EventLeaseLost, j.ID, j.Queue, j.Kind, eventData(map[string]any{"lease": j.Lease, "worker_id": j.WorkerID, "attempt": j.Attempts}))
+			ended = append(ended, trimAttempt(j))
 			if j.CancelRequested {
 				_, err = finishCancel(tx, j)
 			} else {
@@ -419,14 +427,13 @@ func RecoverStale(ctx context.Context, w Writer, limit int, backoff BackoffFunc)
 			if err != nil {
 				return err
 			}
-			n++
 		}
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("recover stale leases: %w", err)
+		return nil, fmt.Errorf("recover stale leases: %w", err)
 	}
-	return n, nil
+	return ended, nil
 }
 
 // MoveToDead moves the queued jobs of f (at most f.Limit) to the

@@ -25,10 +25,12 @@ type Maintainer struct {
 func (m *Maintainer) Tick(ctx context.Context) error {
 	s := m.Service
 	for i := 0; i < 100; i++ {
-		n, err := RecoverStale(ctx, s.Store, BulkBatch, s.Config.Backoff)
+		ended, err := recoverStale(ctx, s.Store, BulkBatch, s.Config.Backoff)
 		if err != nil {
 			return err
 		}
+		s.traceLeaseLost(ended)
+		n := len(ended)
 		if n > 0 {
 			s.Log.Info().Int("jobs", n).Msg("expired leases recovered")
 		}

@@ -29,6 +29,11 @@ type Service struct {
 	Clock  Clock
 	Bus    *Bus
 	Log    zerolog.Logger
+	// Tracer, if set, records the spans of traced jobs (trace.go); nil
+	// when no collector is configured, and then tracing costs nothing.
+	Tracer Tracer
+
+	attempts attemptCache // the attempts this node handed out, for their spans (trace.go)
 
 	stopOnce sync.Once
 	stop     chan struct{}
@@ -120,7 +125,10 @@ func (s *Service) Submit(ctx context.Context, ins []SubmitInput) ([]Submitted, e
 		}
 		req.Jobs[i] = nj
 	}
-	return Submit(ctx, s.Store, req)
+	end := s.traceSubmit(req.Jobs) // the jobs store their submit span's context
+	out, err := Submit(ctx, s.Store, req)
+	end(out, err)
+	return out, err
 }
 
 // Get returns job id as the API shows it: from the jobs table, or in its
@@ -462,6 +470,7 @@ func (s *Service) claim(ctx context.Context, qs *QueueChoice, in ClaimInput, cap
 		if err != nil || len(jobs) > 0 {
 			unwake()
 			if err == nil {
+				s.traceClaimed(jobs)
 				err = s.withParents(ctx, jobs)
 			}
 			return jobs, err
@@ -607,7 +616,20 @@ func (s *Service) CompleteBatch(ctx context.Context, items []Completion) ([]erro
 			return nil, Invalid(fmt.Sprintf("jobs[%d].result", i), "result is not valid JSON")
 		}
 	}
-	return s.Store.Complete(ctx, items)
+	if s.Tracer == nil {
+		return s.Store.Complete(ctx, items)
+	}
+	traced := make([]*Job, len(items))
+	for i, it := range items {
+		traced[i] = s.traceAttempt(ctx, it.ID, it.Lease)
+	}
+	errs, err := s.Store.Complete(ctx, items)
+	for i := range errs {
+		if err == nil && errs[i] == nil {
+			s.traceEnded(traced[i], EndedOK, "")
+		}
+	}
+	return errs, err
 }
 
 // FailInput is the body of POST /api/jobs/{id}/fail.
@@ -633,7 +655,12 @@ func (s *Service) Fail(ctx context.Context, id int64, in FailInput) (*FailResult
 	if req.Error == "" {
 		req.Error = "failed"
 	}
-	return Fail(ctx, s.Store, req)
+	traced := s.traceAttempt(ctx, id, in.Lease)
+	res, err := Fail(ctx, s.Store, req)
+	if err == nil {
+		s.traceEnded(traced, EndedError, req.Error)
+	}
+	return res, err
 }
 
 // Snooze puts a processing job back for delay without counting the attempt.
@@ -641,7 +668,16 @@ func (s *Service) Snooze(ctx context.Context, id, lease int64, delay time.Durati
 	if delay < 0 || delay > MaxDelay {
 		return nil, Invalid("delay", "delay must be between 0s and 10 years")
 	}
-	return Snooze(ctx, s.Store, id, lease, delay)
+	traced := s.traceAttempt(ctx, id, lease)
+	job, err := Snooze(ctx, s.Store, id, lease, delay)
+	if err == nil {
+		outcome := EndedSnoozed
+		if job.Status == StatusCancelled { // a cancel was requested: the snooze finished it
+			outcome = EndedCancelled
+		}
+		s.traceEnded(traced, outcome, "")
+	}
+	return job, err
 }
 
 // Cancel cancels job id. Without a lease it is an operator's request (and
@@ -650,8 +686,14 @@ func (s *Service) Cancel(ctx context.Context, id int64, lease *int64, actor stri
 	req := CancelRequest{ID: id, Lease: lease}
 	if lease == nil {
 		req.Audit = &AuditEntry{Actor: actor, Action: "job.cancel", Target: "job " + strconv.FormatInt(id, 10)}
+		return Cancel(ctx, s.Store, req)
 	}
-	return Cancel(ctx, s.Store, req)
+	traced := s.traceAttempt(ctx, id, *lease)
+	job, err := Cancel(ctx, s.Store, req)
+	if err == nil {
+		s.traceEnded(traced, EndedCancelled, "")
+	}
+	return job, err
 }
 
 // Once takes the once-record key (SPEC section 5) for holdFor (default 5m).

@@ -35,7 +35,9 @@ func (s *Service) SubmitWorkflow(ctx context.Context, in WorkflowInput) (*Workfl
 	if err != nil {
 		return nil, err
 	}
+	end := s.traceSteps(plan, now) // each step's job stores its submit span's context
 	wf, steps, err := SubmitWorkflow(ctx, s.Store, plan)
+	end(nil, err)
 	if err != nil {
 		return nil, err
 	}
