@@ -204,10 +204,11 @@ func (a *submitAnswer) UnmarshalJSON(b []byte) error {
 
 // Submit stores one job. With a flow-control Key it is subject to its
 // queue's key limits; with Unique, Debounce or Throttle it may answer with
-// a job stored before (Submitted.Duplicate) instead of a new one.
+// a job stored before (Submitted.Duplicate) instead of a new one. A job
+// without a Traceparent joins the trace of ctx's span, if any (trace.go).
 func (c *Client) Submit(ctx context.Context, in app.SubmitInput) (*Submitted, error) {
 	var a submitAnswer
-	_, hdr, err := c.do(ctx, http.MethodPost, "/api/jobs", in, &a, nil)
+	_, hdr, err := c.do(ctx, http.MethodPost, "/api/jobs", traced(ctx, in), &a, nil) // ctx's trace (trace.go)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +220,7 @@ func (c *Client) SubmitBatch(ctx context.Context, ins []app.SubmitInput) ([]*app
 	var out struct {
 		Jobs []*app.Job `json:"jobs"`
 	}
-	_, _, err := c.do(ctx, http.MethodPost, "/api/jobs/batch", map[string]any{"jobs": ins}, &out, nil)
+	_, _, err := c.do(ctx, http.MethodPost, "/api/jobs/batch", map[string]any{"jobs": tracedAll(ctx, ins)}, &out, nil)
 	return out.Jobs, err
 }
 

@@ -37,7 +37,7 @@ type Parent = app.Parent
 // at once; the others wait for theirs.
 func (c *Client) SubmitWorkflow(ctx context.Context, in WorkflowInput) (*Workflow, error) {
 	var w Workflow
-	if _, _, err := c.do(ctx, http.MethodPost, "/api/workflows", in, &w, nil); err != nil {
+	if _, _, err := c.do(ctx, http.MethodPost, "/api/workflows", tracedWorkflow(ctx, in), &w, nil); err != nil {
 		return nil, err
 	}
 	return &w, nil

@@ -111,7 +111,8 @@ const (
 // not the worker's: of that it gets only PATH (/usr/local/bin:/usr/bin:/bin
 // if unset), HOME, USER, LOGNAME, LANG, LC_*, TZ, TMPDIR and cfg.PassEnv;
 // then cfg.Env; then QUEUE_JOB_ID, QUEUE_JOB_KIND, QUEUE_QUEUE, QUEUE_ATTEMPT
-// and QUEUE_MAX_ATTEMPTS, which nothing overrides. So the worker's secrets
+// and QUEUE_MAX_ATTEMPTS, which nothing overrides (nor TRACEPARENT and
+// TRACESTATE, set for a traced job: see trace.go). So the worker's secrets
 // (QUEUE_TOKEN, a password in QUEUE_DB) never reach a job. The environment
 // is read once, here, not for each job. A workflow step also gets
 // QUEUE_WORKFLOW_ID and QUEUE_STEP, and one with dependencies
@@ -152,6 +153,7 @@ func CommandHandler(cfg CommandConfig) Handler {
 			"QUEUE_ATTEMPT="+strconv.Itoa(job.Attempts),
 			"QUEUE_MAX_ATTEMPTS="+strconv.Itoa(job.MaxAttempts),
 		)
+		cmd.Env = append(cmd.Env, traceEnv(job)...) // the attempt's span (trace.go)
 		if job.WorkflowID != 0 {
 			cmd.Env = append(cmd.Env, "QUEUE_WORKFLOW_ID="+strconv.FormatInt(job.WorkflowID, 10), "QUEUE_STEP="+job.Step)
 		}
@@ -222,10 +224,12 @@ func CommandHandler(cfg CommandConfig) Handler {
 }
 
 // jobEnv are the variables CommandHandler sets for each job; nothing else
-// can set them (the last three only for a workflow step, and left unset
-// for any other job, whatever the configured environment says).
+// can set them (QUEUE_WORKFLOW_ID, QUEUE_STEP and QUEUE_PARENTS_FILE only
+// for a workflow step, TRACEPARENT and TRACESTATE only for a traced job,
+// and left unset for any other job, whatever the configured environment
+// says).
 var jobEnv = []string{"QUEUE_JOB_ID", "QUEUE_JOB_KIND", "QUEUE_QUEUE", "QUEUE_ATTEMPT", "QUEUE_MAX_ATTEMPTS",
-	"QUEUE_WORKFLOW_ID", "QUEUE_STEP", "QUEUE_PARENTS_FILE"}
+	"QUEUE_WORKFLOW_ID", "QUEUE_STEP", "QUEUE_PARENTS_FILE", "TRACEPARENT", "TRACESTATE"}
 
 // writeParents writes the parents of a workflow step to a new file of the
 // worker's temporary directory, readable by the worker's user only, as one

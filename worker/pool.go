@@ -493,7 +493,7 @@ func (p *Pool) work(job *app.Job) {
 	if timeout <= 0 {
 		timeout = leaseLen
 	}
-	hctx, cancel := context.WithCancelCause(p.jobsCtx)
+	hctx, cancel := context.WithCancelCause(traceContext(p.jobsCtx, job)) // the attempt's span (trace.go)
 	defer cancel(nil)
 	tctx, cancelT := context.WithTimeoutCause(hctx, timeout, jobTimeout(timeout))
 	defer cancelT()
