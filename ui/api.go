@@ -309,6 +309,7 @@ func (h *handler) submit(c echo.Context) error {
 	if err := checkQueue(c, in.Queue); err != nil {
 		return err
 	}
+	traceHeaders(c, &in) // api_trace.go
 	if hk := c.Request().Header.Get("Idempotency-Key"); hk != "" {
 		if in.IdempotencyKey != "" && in.IdempotencyKey != hk {
 			return app.Invalid("idempotency_key", "the Idempotency-Key header and the idempotency_key field differ")
@@ -354,10 +355,11 @@ func (h *handler) submitBatch(c echo.Context) error {
 	if in.Jobs == nil {
 		return app.Invalid("jobs", "give the jobs as {\"jobs\": [...]}")
 	}
-	for _, j := range in.Jobs {
+	for i, j := range in.Jobs {
 		if err := checkQueue(c, j.Queue); err != nil {
 			return err
 		}
+		traceHeaders(c, &in.Jobs[i]) // api_trace.go
 	}
 	res, err := h.svc.Submit(c.Request().Context(), in.Jobs)
 	if err != nil {

@@ -29,6 +29,7 @@ func (h *handler) submitWorkflow(c echo.Context) error {
 	if err := bind(c, &in, min(workflowBody, h.opts.MaxBodyBytes), false); err != nil {
 		return err
 	}
+	traceStepHeaders(c, &in) // api_trace.go
 	// A token with a queue list may submit a workflow only if it may touch
 	// the queue of every step: a step is a job submitted later, in its name.
 	if p := who(c); p.restricted() {
