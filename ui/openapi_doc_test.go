@@ -567,14 +567,14 @@ func openapiSchemas() S {
 			oaReq("events", oaArr(oaStr(""))),
 			oaReq("queues", oaArr(oaStr("Empty: every queue."))),
 			oaReq("disabled", oaBool("")),
-			oaReq("source", oaEnum("api: made through the API (or CLI, pages); config: [[webhooks.subscriptions]] of the config file, read-only here.", "api", "config")),
+			oaReq("source", oaEnum("api: made through the API (or CLI, pages); config: [[webhooks.subscriptions]] of the config file, read-only here.", app.WebhookFromAPI, app.WebhookFromConfig)),
 			oaReq("secret_set", oaBool("")),
 			oaReq("created_at", oaNull(oaTime(""))),
 			oaReq("updated_at", oaNull(oaTime("")))),
 		"WebhookInput": oaInput("A webhook subscription as POST /api/webhooks and PUT /api/webhooks/{name} take it.",
 			oaReq("name", oaDesc(S{"type": "string", "pattern": oaQueuePattern}, "")),
 			oaReq("url", oaDesc(S{"type": "string", "format": "uri"}, "An absolute http(s) URL; private, loopback and link-local targets are refused unless [webhooks] allows them.")),
-			oaOpt("secret", oaDesc(S{"type": "string", "minLength": 16, "maxLength": 512}, "Signs every delivery (HMAC-SHA256). Required on POST; on PUT absent keeps the old one.")),
+			oaOpt("secret", oaDesc(S{"type": "string", "minLength": app.MinWebhookSecret, "maxLength": app.MaxWebhookSecret}, "Signs every delivery (HMAC-SHA256). Required on POST; on PUT absent keeps the old one.")),
 			oaReq("events", oaDesc(S{"type": "array", "items": oaEnum("", oaWebhookEvents...), "minItems": 1}, "Event types, or \"*\" for all of them.")),
 			oaOpt("queues", oaArr(oaQueueName(""))),
 			oaOpt("disabled", oaBool(""))),
@@ -594,7 +594,6 @@ func openapiSchemas() S {
 	}
 }
 
-// oaWebhookEvents are the event types a subscription takes (app.WebhookEvents)
-// and "*".
-var oaWebhookEvents = []string{"job.succeeded", "job.retry_scheduled", "job.dead_lettered", "job.cancelled", "job.expired",
-	"job.lease_lost", "workflow.done", "dlq.replayed", "dlq.purged", "queue.paused", "queue.resumed", "*"}
+// oaWebhookEvents are the event types a subscription takes
+// (app.WebhookEvents) and "*".
+var oaWebhookEvents = append(slices.Clone(app.WebhookEvents), app.WebhookAllEvents)

@@ -230,6 +230,7 @@ func TestOpenAPIFields(t *testing.T) {
 		"QueueSettingValues": app.QueueSettings{}, "QueueSettingsPatch": app.QueueSettings{}, "OnceRecord": app.OnceRecord{},
 		"Worker": app.Worker{}, "WorkerInput": app.WorkerInput{}, "JobLog": app.JobLog{}, "LogLine": app.LogLine{},
 		"KeyCount": app.KeyCount{}, "ErrorBody": apiError{},
+		"Webhook": app.WebhookSubscription{}, "WebhookInput": app.WebhookInput{}, "WebhookDeliveries": app.WebhookDeliveryPage{},
 	} {
 		want := jsonNames(reflect.TypeOf(v))
 		got := schemaNames(t, schemas, name)
@@ -241,6 +242,8 @@ func TestOpenAPIFields(t *testing.T) {
 			want = slices.DeleteFunc(want, func(s string) bool { return s == "idempotency_key" })
 		case "Series":
 			want = append(want, "points") // SeriesPoint's fields are checked below
+		case "Webhook":
+			want = append(want, "secret_set") // in the secret's place (MarshalJSON)
 		}
 		sort.Strings(want)
 		want = slices.Compact(want)
@@ -248,14 +251,20 @@ func TestOpenAPIFields(t *testing.T) {
 			t.Errorf("schema %s has %v; its Go type writes %v", name, got, want)
 		}
 	}
-	points := schemas["Series"].(S)["properties"].(S)["points"].(S)["items"].(S)
-	var got []string
-	for p := range points["properties"].(S) {
-		got = append(got, p)
-	}
-	sort.Strings(got)
-	if want := jsonNames(reflect.TypeOf(app.SeriesPoint{})); !slices.Equal(got, want) {
-		t.Errorf("Series points have %v; app.SeriesPoint writes %v", got, want)
+	// Objects written inline in their parent's schema.
+	for _, c := range []struct {
+		schema, list string
+		v            any
+	}{{"Series", "points", app.SeriesPoint{}}, {"WebhookDeliveries", "deliveries", app.WebhookDeliveryInfo{}}} {
+		items := schemas[c.schema].(S)["properties"].(S)[c.list].(S)["items"].(S)
+		var got []string
+		for p := range items["properties"].(S) {
+			got = append(got, p)
+		}
+		sort.Strings(got)
+		if want := jsonNames(reflect.TypeOf(c.v)); !slices.Equal(got, want) {
+			t.Errorf("%s.%s has %v; %T writes %v", c.schema, c.list, got, c.v, want)
+		}
 	}
 }
 
