@@ -492,6 +492,10 @@ func openapiDoc() S {
 			tag("Meta", "This document."),
 			tag("Pages", "The web UI: HTML pages and their forms (POST-redirect-GET)."),
 		},
+		// Relative: the server is wherever the document was read from (a
+		// client sets its base URL); a host here would also tie the tests'
+		// router to one address.
+		"servers":  []any{S{"url": "/", "description": "The server this document was read from."}},
 		"security": []any{S{"bearerToken": []any{}}, S{}},
 		"paths":    paths,
 		"components": S{
