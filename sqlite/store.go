@@ -176,6 +176,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err := s.loadCounts(ctx, s.wconn); err != nil {
 		return fail(err)
 	}
+	if err := s.loadCallbacks(ctx, s.wconn); err != nil {
+		return fail(err)
+	}
 	go s.writer()
 	return s, nil
 }

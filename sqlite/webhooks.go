@@ -1,47 +1,43 @@
 package sqlite
 
 import (
+	"context"
+	"database/sql"
+	"fmt"
 	"strconv"
 	"strings"
 )
 
-// callbackState is what the writer knows of callback_urls: whether a job
-// (or dead-letter row) with one may exist. Until a job with one is
-// inserted, a write that ends jobs need not look their callback_urls up
-// (app.Settle asks for every job that ends): the completion hot path pays
-// nothing while no job carries a callback_url.
-type callbackState int8
+// callbacks is what the writer knows of callback_urls: whether a job
+// with one may exist. Until a job with one is inserted, a write that ends
+// jobs need not look their callback_urls up (app.Settle asks for every job
+// that ends): the completion hot path pays nothing while no job carries a
+// callback_url. Open reads it (loadCallbacks); the writer goroutine alone
+// sets it after.
+type callbackState bool
 
-const (
-	callbacksUnknown callbackState = iota // not looked at yet (the store just opened)
-	callbacksNone                         // none in either table
-	callbacksSome                         // some may exist
-)
+// loadCallbacks notes, at Open, whether a job with a callback_url exists
+// (the partial index of such jobs answers at once). Dead-letter rows are
+// not looked at: their jobs have ended, and a replay inserts a job.
+func (s *Store) loadCallbacks(ctx context.Context, conn *sql.Conn) error {
+	var some bool
+	if err := conn.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM jobs WHERE callback_url IS NOT NULL)`).Scan(&some); err != nil {
+		return fmt.Errorf("open sqlite %s: look for callbacks: %w", s.path, err)
+	}
+	s.callbacks = callbackState(some)
+	return nil
+}
 
 // sawCallback notes that a job with a callback_url was inserted (or is
 // about to be: a write that rolls back leaves the note, which only costs
 // lookups).
-func (w *wtx) sawCallback() { w.s.callbacks = callbacksSome }
+func (w *wtx) sawCallback() { w.s.callbacks = true }
 
 // Callbacks implements app.Tx: the callback_urls of the jobs ids that have
 // one, read from jobs and from the dead-letter table (a job that just
-// moved there).
+// moved there); none at once while no job with one was seen.
 func (w *wtx) Callbacks(ids []int64) (map[int64]string, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	if w.s.callbacks == callbacksUnknown {
-		var some bool
-		if err := w.queryRow(`SELECT EXISTS (SELECT 1 FROM jobs WHERE callback_url IS NOT NULL)
-			OR EXISTS (SELECT 1 FROM dead_letter_jobs WHERE callback_url IS NOT NULL)`).Scan(&some); err != nil {
-			return nil, err
-		}
-		w.s.callbacks = callbacksNone
-		if some {
-			w.s.callbacks = callbacksSome
-		}
-	}
-	if w.s.callbacks == callbacksNone {
+	if len(ids) == 0 || !w.s.callbacks {
 		return nil, nil
 	}
 	var b strings.Builder
