@@ -60,6 +60,7 @@ func (w *wtx) insertJobs(p *pipe, njs []*app.NewJob) []*app.Job {
 	expires := make([]*time.Time, n)
 	keys, steps := make([]*string, n), make([]*string, n)
 	flowKeys, dedupes := make([]*string, n), make([]*string, n)
+	callbacks, tps, tss := make([]*string, n), make([]*string, n), make([]*string, n)
 	held := make([]bool, n)
 	replayed, workflows := make([]*int64, n), make([]*int64, n)
 	jobs := make([]*app.Job, n)
@@ -78,6 +79,7 @@ func (w *wtx) insertJobs(p *pipe, njs []*app.NewJob) []*app.Job {
 		runAts[i], expires[i], keys[i], replayed[i] = job.RunAt, job.ExpiresAt, nullString(nj.IdempotencyKey), nj.ReplayedFrom
 		workflows[i], steps[i] = nullID(nj.WorkflowID), nullString(nj.Step)
 		flowKeys[i], held[i], dedupes[i] = nullString(nj.Key), nj.Held, nullString(nj.Dedupe)
+		callbacks[i], tps[i], tss[i] = nullString(nj.CallbackURL), nullString(nj.Traceparent), nullString(nj.Tracestate)
 	}
 	p.query(func(rows pgx.Rows) error {
 		ids := make([]int64, 0, n)
@@ -107,17 +109,19 @@ func (w *wtx) insertJobs(p *pipe, njs []*app.NewJob) []*app.Job {
 		}
 		return nil
 	}, `INSERT INTO jobs (queue, kind, payload, priority, run_at, max_attempts, timeout_ms,
-			expires_at, tags, idempotency_key, replayed_from, workflow_id, step, flow_key, held, dedupe, created_at, updated_at)
+			expires_at, tags, idempotency_key, replayed_from, workflow_id, step, flow_key, held, dedupe, created_at, updated_at,
+			callback_url, traceparent, tracestate)
 		SELECT q, k, pl::json, pr, ra, ma, tm, ex,
 			CASE WHEN tg = '[]' THEN '{}'::text[] ELSE ARRAY(SELECT json_array_elements_text(tg::json)) END,
-			ik, rf, wf, st, fk, hd, dd, $17, $17
+			ik, rf, wf, st, fk, hd, dd, $17, $17, cb, tp, ts
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::int[], $7::bigint[],
-			$8::timestamptz[], $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::text[], $14::text[], $15::bool[], $16::text[])
-			WITH ORDINALITY AS u(q, k, pl, pr, ra, ma, tm, ex, tg, ik, rf, wf, st, fk, hd, dd, ord)
+			$8::timestamptz[], $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::text[], $14::text[], $15::bool[], $16::text[],
+			$18::text[], $19::text[], $20::text[])
+			WITH ORDINALITY AS u(q, k, pl, pr, ra, ma, tm, ex, tg, ik, rf, wf, st, fk, hd, dd, cb, tp, ts, ord)
 		ORDER BY ord
 		RETURNING id`,
 		queues, kinds, payloads, priorities, runAts, maxAttempts, timeouts, expires, tagDocs, keys, replayed, workflows, steps,
-		flowKeys, held, dedupes, now)
+		flowKeys, held, dedupes, now, callbacks, tps, tss)
 	return jobs
 }
 
@@ -391,13 +395,22 @@ func fenceErr(row pgx.Row, id int64) error {
 
 // Complete implements app.Store: one statement completes the plain jobs
 // of the batch; only the items it did not match are looked at one by one.
-// A workflow step's completion releases its dependants, and a keyed job's
-// the next held job of its key, which take the rules of app: those items
+// A workflow step's completion releases its dependants, a keyed job's the
+// next held job of its key, and a job with a callback_url is called back
+// (a delivery job, app.Settle), which take the rules of app: those items
 // are completed in a transaction of their own (completeRest), after the
 // plain ones committed (each item is fenced on its own, so the two need
-// not commit together).
+// not commit together). While a webhook subscription wants job.succeeded,
+// every item goes there: the piped statement settles nothing.
 func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, error) {
 	first := app.FirstCompletions(items)
+	if s.opts.Webhooks != nil && s.opts.Webhooks().Wants(app.EventSucceeded) {
+		done := map[int64]int64{}
+		if err := s.completeRest(ctx, first, done, true); err != nil {
+			return nil, app.WithOperation("complete", mapErr(err))
+		}
+		return s.settleCompletions(ctx, items, done)
+	}
 	ids, leases, results := make([]int64, len(first)), make([]int64, len(first)), make([]string, len(first))
 	for i, it := range first {
 		ids[i], leases[i], results[i] = it.ID, it.Lease, rawOrNull(it.Result)
@@ -428,7 +441,7 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 					lease_expires_at = NULL
 				FROM unnest($2::bigint[], $3::bigint[], $4::text[]) AS v(id, lease, result)
 				WHERE j.id = v.id AND j.lease = v.lease AND j.status = 'processing' AND j.workflow_id IS NULL
-					AND j.flow_key IS NULL
+					AND j.flow_key IS NULL AND j.callback_url IS NULL
 				RETURNING j.id, j.lease, j.queue, j.kind, j.started_at),
 			counted AS (
 				INSERT INTO throughput (queue, second, shard, completed, failed)
@@ -450,13 +463,19 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 	if len(rest) > 0 {
 		// The batch has begun to commit: its caller giving up now must not
 		// leave half of it unanswered.
-		if err := s.completeRest(context.WithoutCancel(ctx), rest, done); err != nil {
+		if err := s.completeRest(context.WithoutCancel(ctx), rest, done, false); err != nil {
 			return nil, app.WithOperation("complete", mapErr(err))
 		}
 	}
-	// Why an item was not completed is read after the commit: the answer
-	// (lease lost, or no such job) does not change what was written, and the
-	// call answers for what was written even if its caller gave up.
+	return s.settleCompletions(ctx, items, done)
+}
+
+// settleCompletions answers each of items: nil for those done holds,
+// else why not. Why an item was not completed is read after the commit:
+// the answer (lease lost, or no such job) does not change what was
+// written, and the call answers for what was written even if its caller
+// gave up.
+func (s *Store) settleCompletions(ctx context.Context, items []app.Completion, done map[int64]int64) ([]error, error) {
 	errs, err := app.SettleCompletions(items, done, func(id int64) error {
 		return fenceErr(s.pool.QueryRow(context.WithoutCancel(ctx), fenceSQL, id), id)
 	})
@@ -466,13 +485,19 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 	return errs, nil
 }
 
-// completeRest completes the workflow steps and keyed jobs among items
-// (those the piped statement leaves alone) in one transaction: one
-// statement for the jobs, then what follows a completion, app.KeyEnded for
-// each keyed job (the write's app.SettleKeys releases the next held job of
-// its key) and app.StepsEnded, which releases their dependants by app's
-// rules. It records each job it completed in done.
-func (s *Store) completeRest(ctx context.Context, items []app.Completion, done map[int64]int64) error {
+// completeRest completes the workflow steps, keyed jobs and jobs with a
+// callback_url among items (those the piped statement leaves alone; with
+// all, every job of items) in one transaction: one statement for the jobs,
+// then what follows a completion, app.KeyEnded for each keyed job (the
+// write's app.Settle releases the next held job of its key, and inserts
+// the webhook deliveries of job.succeeded) and app.StepsEnded, which
+// releases their dependants by app's rules. It records each job it
+// completed in done.
+func (s *Store) completeRest(ctx context.Context, items []app.Completion, done map[int64]int64, all bool) error {
+	which := `AND (j.workflow_id IS NOT NULL OR j.flow_key IS NOT NULL OR j.callback_url IS NOT NULL)`
+	if all {
+		which = ``
+	}
 	ids, leases, results := make([]int64, len(items)), make([]int64, len(items)), make([]string, len(items))
 	byID := make(map[int64]json.RawMessage, len(items))
 	for i, it := range items {
@@ -486,7 +511,7 @@ func (s *Store) completeRest(ctx context.Context, items []app.Completion, done m
 				lease_expires_at = NULL
 			FROM unnest($2::bigint[], $3::bigint[], $4::text[]) AS v(id, lease, result)
 			WHERE j.id = v.id AND j.lease = v.lease AND j.status = 'processing'
-				AND (j.workflow_id IS NOT NULL OR j.flow_key IS NOT NULL)
+				`+which+`
 			RETURNING j.id, j.lease, j.queue, j.kind, j.started_at, coalesce(j.workflow_id, 0), coalesce(j.step, ''),
 				coalesce(j.flow_key, '')`, w.now, ids, leases, results)
 		type row struct {
@@ -604,7 +629,8 @@ func (w *wtx) InsertDead(d *app.DeadJob) error {
 var deadColumns = []string{"id", "queue", "kind", "payload", "priority", "tags", "attempts", "max_attempts", "timeout_ms",
 	"errors", "idempotency_key", "original_created_at", "replayed_from", "dead_letter_reason", "last_error",
 	"moved_to_dead_letter_at", "original_lease", "resurrection_count", "last_resurrection_at",
-	"started_at", "run_at", "worker_id", "note", "replayed_job_id", "workflow_id", "step", "flow_key"}
+	"started_at", "run_at", "worker_id", "note", "replayed_job_id", "workflow_id", "step", "flow_key",
+	"callback_url", "traceparent", "tracestate"}
 
 // insertDeadSQL inserts one dead-letter row: deadRow's values.
 var insertDeadSQL = func() string {
@@ -621,7 +647,8 @@ func deadRow(d *app.DeadJob) []any {
 		d.Timeout.D().Milliseconds(), app.EncodeList(d.Errors), nullString(d.IdempotencyKey), ms(d.OriginalCreatedAt),
 		d.ReplayedFrom, d.Reason, clean(d.LastError), ms(d.MovedAt), d.OriginalLease, d.ResurrectionCount, msPtr(d.LastResurrectionAt),
 		msPtr(d.StartedAt), msPtr(d.RunAt), nullString(clean(d.WorkerID)), clean(d.Note), d.ReplayedJobID,
-		nullID(d.WorkflowID), nullString(d.Step), nullString(d.Key)}
+		nullID(d.WorkflowID), nullString(d.Step), nullString(d.Key),
+		nullString(clean(d.CallbackURL)), nullString(clean(d.Traceparent)), nullString(clean(d.Tracestate))}
 }
 
 // DeleteJob implements app.Tx.

@@ -50,9 +50,13 @@ func (w *wtx) insertJob(nj *app.NewJob) (*app.Job, error) {
 		nj.Queue, nj.Kind, string(job.Payload), nj.Priority, ms(job.RunAt), nj.MaxAttempts, nj.Timeout.Milliseconds(),
 		nullMS(job.ExpiresAt), app.EncodeList(nj.Tags), nullString(nj.IdempotencyKey), nj.ReplayedFrom,
 		ms(now), ms(now), nullID(nj.WorkflowID), nullString(nj.Step),
+		nullString(nj.CallbackURL), nullString(nj.Traceparent), nullString(nj.Tracestate),
 	}}
 	w.Moved(nj.Queue, "", app.StatusQueued, 1)
 	w.Wake(nj.Queue)
+	if nj.CallbackURL != "" {
+		w.sawCallback() // its end is looked up (see Callbacks)
+	}
 	keyed := nj.Key != "" || nj.Held || nj.Dedupe != ""
 	if w.deferInserts && !keyed {
 		w.pending = append(w.pending, row)
@@ -88,17 +92,18 @@ type pendingJob struct {
 }
 
 // insertCols is the number of columns insertSQL binds per row.
-const insertCols = 15
+const insertCols = 18
 
 // insertChunk is the most rows one INSERT statement takes.
 const insertChunk = 64
 
 // insertSQL[n] inserts n job rows.
 var insertSQL = func() (qs [insertChunk + 1]string) {
-	row := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	row := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	for n := 1; n <= insertChunk; n++ {
 		qs[n] = `INSERT INTO jobs (queue, kind, payload, priority, run_at, max_attempts, timeout_ms,
-			expires_at, tags, idempotency_key, replayed_from, created_at, updated_at, workflow_id, step)
+			expires_at, tags, idempotency_key, replayed_from, created_at, updated_at, workflow_id, step,
+			callback_url, traceparent, tracestate)
 		VALUES ` + row + strings.Repeat(", "+row, n-1)
 	}
 	return qs
@@ -107,8 +112,8 @@ var insertSQL = func() (qs [insertChunk + 1]string) {
 // insertKeyedSQL inserts one job row with its flow-control columns.
 const insertKeyedSQL = `INSERT INTO jobs (queue, kind, payload, priority, run_at, max_attempts, timeout_ms,
 		expires_at, tags, idempotency_key, replayed_from, created_at, updated_at, workflow_id, step,
-		flow_key, held, dedupe)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		callback_url, traceparent, tracestate, flow_key, held, dedupe)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // insertPending inserts the rows of pending jobs, up to insertChunk in one
 // statement: one statement for the jobs of many requests costs much less
