@@ -36,6 +36,8 @@ type config struct {
 	Tokens      []tokenConfig              `toml:"tokens"`
 	Periodic    []app.PeriodicConfig       `toml:"periodic"`
 	Workers     []workerConfig             `toml:"workers"`
+	Webhooks    webhooksConfig             `toml:"webhooks"` // config_webhooks.go
+	Tracing     tracingConfig              `toml:"tracing"`  // config_tracing.go
 
 	// Path is the file the config was read from, if any.
 	Path string `toml:"-"`
@@ -132,6 +134,7 @@ func (c *config) serviceConfig() *app.Config {
 		AuditRetention: c.Maintenance.AuditRetention,
 		DLQAlert:       app.DLQAlert{Queue: c.Maintenance.DLQAlertQueue, Threshold: c.Maintenance.DLQAlertThreshold},
 		ParseSchedule:  parseSchedule, // periodic entries made through the API
+		Webhooks:       c.webhookConfig(),
 	}
 }
 
@@ -248,6 +251,8 @@ func (c *config) validate() error {
 		c.validateTokens,
 		c.validatePeriodic,
 		c.validateWorkers,
+		c.validateWebhooks,
+		c.validateTracing,
 	} {
 		if err := check(); err != nil {
 			return err
@@ -646,13 +651,19 @@ func (l lineIndex) find(key string) int {
 		}
 		k = k[:i]
 	}
-	// Undecoded keys of array tables come without an index: try each.
-	if i := strings.Index(key, "."); i > 0 {
+	// Undecoded keys of array tables come without an index: try each,
+	// after each dot (webhooks.subscriptions.KEY is webhooks.subscriptions[i].KEY).
+	for i := strings.Index(key, "."); i > 0; {
 		for j := 0; j < 1000; j++ {
 			if n, ok := l[fmt.Sprintf("%s[%d]%s", key[:i], j, key[i:])]; ok {
 				return n
 			}
 		}
+		next := strings.Index(key[i+1:], ".")
+		if next < 0 {
+			break
+		}
+		i += 1 + next
 	}
 	return 0
 }

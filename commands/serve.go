@@ -231,6 +231,12 @@ func serve(c *cli.Context, b Build) error {
 		return err
 	}
 	defer store.Close()
+	stopTracing, err := startTracing(cfg, svc, b.Version, log) // config_tracing.go; nothing without an endpoint
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer stopTracing() // the last spans, after the workers' outcomes
 
 	// Settings changed at runtime before the server answers (and the
 	// scheduler starts): they win over the file's (app.Config.Queue).
@@ -258,6 +264,9 @@ func serve(c *cli.Context, b Build) error {
 	go func() { defer wg.Done(); svc.RunSettingsReload(bg, app.SettingsReloadEvery) }() // every node: changes made on others
 
 	pools, err := startWorkers(bg, svc, cfg, log)
+	if err == nil {
+		pools, err = startWebhooks(bg, svc, cfg, b.Version, log, pools) // this node's webhook deliveries
+	}
 	if err != nil {
 		stopBG()
 		ln.Close()
@@ -321,7 +330,8 @@ func openService(ctx context.Context, cfg *config, log zerolog.Logger) (app.Stor
 				metrics.ObserveWrite(n, d)
 			}
 		},
-		KeyLimits: scfg.KeyLimits, // the stores hold keyed jobs back by the queue's key_concurrency, key_rate and fairness
+		KeyLimits: scfg.KeyLimits,    // the stores hold keyed jobs back by the queue's key_concurrency, key_rate and fairness
+		Webhooks:  scfg.WebhookRules, // the stores insert the deliveries of each write's events (app.Settle)
 	}
 	store, err := OpenStore(ctx, cfg.Server.DB, cfg.Server.Sync, opts)
 	if err != nil {
