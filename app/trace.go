@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"strings"
 	"sync"
 	"time"
 )
@@ -258,4 +259,30 @@ func (s *Service) traceLeaseLost(ended []*Job) {
 			s.traceEnded(j, EndedLeaseLost, LeaseExpiredError)
 		}
 	}
+}
+
+// FitTracestate cuts a tracestate that a job could not store (over
+// MaxTracestate characters) the way W3C trace context asks a propagator
+// to: whole list members are dropped from the right (the oldest vendors'
+// first) until it fits. Members with characters a header cannot carry
+// are dropped too. What is left may be "".
+func FitTracestate(ts string) string {
+	var kept []string
+	n := 0
+	for _, m := range strings.Split(ts, ",") {
+		m = strings.TrimSpace(m)
+		if m == "" || strings.IndexFunc(m, func(r rune) bool { return r < 0x20 || r > 0x7e }) >= 0 {
+			continue
+		}
+		add := len(m)
+		if len(kept) > 0 {
+			add++ // the comma
+		}
+		if n+add > MaxTracestate {
+			break
+		}
+		kept = append(kept, m)
+		n += add
+	}
+	return strings.Join(kept, ",")
 }

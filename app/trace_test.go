@@ -264,3 +264,20 @@ func TestUntracedJobs(t *testing.T) {
 		t.Fatalf("without a Tracer the job stores %q %q, want the caller's", res[0].Job.Traceparent, res[0].Job.Tracestate)
 	}
 }
+
+func TestFitTracestate(t *testing.T) {
+	long := strings.Repeat("x", 600)
+	for _, c := range []struct{ in, want string }{
+		{"", ""},
+		{"a=1", "a=1"},
+		{"a=1, b=2", "a=1,b=2"},
+		{"a=" + long, ""},
+		{"a=1,b=" + long + ",c=3", "a=1"},
+		{"a=1,b=\x01,c=3", "a=1,c=3"},
+		{strings.Repeat("x", app.MaxTracestate-2) + "=1", strings.Repeat("x", app.MaxTracestate-2) + "=1"},
+	} {
+		if got := app.FitTracestate(c.in); got != c.want || len(got) > app.MaxTracestate {
+			t.Errorf("FitTracestate(%.40q) = %.40q; want %.40q", c.in, got, c.want)
+		}
+	}
+}

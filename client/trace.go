@@ -30,7 +30,9 @@ func traced(ctx context.Context, in app.SubmitInput) app.SubmitInput {
 	}
 	carrier := propagation.MapCarrier{}
 	propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), sc), carrier)
-	in.Traceparent, in.Tracestate = carrier["traceparent"], carrier["tracestate"]
+	// A tracestate longer than a job keeps is cut as W3C asks, not sent
+	// whole to be refused: the job would not be submitted at all.
+	in.Traceparent, in.Tracestate = carrier["traceparent"], app.FitTracestate(carrier["tracestate"])
 	return in
 }
 

@@ -2,7 +2,9 @@ package client_test
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,5 +80,33 @@ func TestSubmitCarriesTheCallersTrace(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the handler did not run")
+	}
+}
+
+// A caller's tracestate longer than a job keeps (W3C allows 32 members of
+// up to 256 characters) is cut from the right, not sent whole to be
+// refused: the submission must not fail because of the trace it is in.
+func TestSubmitCutsALongTracestate(t *testing.T) {
+	svc := app.NewService(memory.New(app.StoreOptions{}), nil, app.SystemClock{}, app.NewBus(), zerolog.Nop())
+	srv := httptest.NewServer(ui.New(ui.Options{Service: svc, Log: zerolog.Nop()}))
+	defer srv.Close()
+	cl := client.New(srv.URL)
+
+	var members []string
+	for i := range 20 {
+		members = append(members, fmt.Sprintf("v%02d=%s", i, strings.Repeat("x", 36)))
+	}
+	ts, err := trace.ParseTraceState(strings.Join(members, ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{0x4b, 1}, SpanID: trace.SpanID{0xf0, 1}, TraceState: ts})
+	s, err := cl.Submit(trace.ContextWithSpanContext(t.Context(), sc), client.SubmitInput{Queue: "q", Kind: "k"})
+	if err != nil {
+		t.Fatalf("Submit in a trace with a %d-character tracestate: %v", len(ts.String()), err)
+	}
+	want := strings.Join(members[:12], ",") // 12 members of 40 characters and 11 commas fit in 512
+	if s.Job.Tracestate != want {
+		t.Fatalf("stored tracestate %q; want the first 12 members", s.Job.Tracestate)
 	}
 }

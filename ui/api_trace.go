@@ -13,7 +13,8 @@ import (
 // as an instrumented HTTP client sends them): the body's fields win. A
 // header that is not a valid version 00 traceparent is ignored, as W3C
 // asks of a receiver (the body's field is refused instead: someone wrote
-// it on purpose), and so is a tracestate the job could not store.
+// it on purpose); a tracestate longer than a job keeps is cut as W3C asks
+// (app.FitTracestate).
 func traceHeaders(c echo.Context, in *app.SubmitInput) {
 	if in.Traceparent != "" {
 		return
@@ -23,11 +24,8 @@ func traceHeaders(c echo.Context, in *app.SubmitInput) {
 	if len(tps) != 1 || app.ValidateTraceparent(tps[0]) != nil {
 		return
 	}
-	in.Traceparent, in.Tracestate = tps[0], ""
-	ts := strings.Join(h.Values("tracestate"), ",") // W3C: several headers are one list
-	if len(ts) <= app.MaxTracestate && strings.IndexFunc(ts, func(r rune) bool { return r < 0x20 || r > 0x7e }) < 0 {
-		in.Tracestate = ts
-	}
+	in.Traceparent = tps[0]
+	in.Tracestate = app.FitTracestate(strings.Join(h.Values("tracestate"), ",")) // W3C: several headers are one list
 }
 
 // traceStepHeaders is traceHeaders for each step of a workflow (its

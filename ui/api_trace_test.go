@@ -47,6 +47,7 @@ func TestTraceHeaders(t *testing.T) {
 		{"bad header ignored", `{"kind":"k"}`, []string{"traceparent", "00-xyz", "tracestate", "a=1"}, "", ""},
 		{"two traceparents ignored", `{"kind":"k"}`, []string{"traceparent", hdr, "traceparent", own}, "", ""},
 		{"long tracestate dropped", `{"kind":"k"}`, []string{"traceparent", hdr, "tracestate", "a=" + strings.Repeat("x", 600)}, hdr, ""},
+		{"long tracestate cut", `{"kind":"k"}`, []string{"traceparent", hdr, "tracestate", "a=1,b=" + strings.Repeat("x", 600)}, hdr, "a=1"},
 	} {
 		st, job := post("/api/jobs", c.body, c.headers...)
 		if st != http.StatusCreated || job["traceparent"] != nilIfEmpty(c.wantTP) || job["tracestate"] != nilIfEmpty(c.wantTS) {
