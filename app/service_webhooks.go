@@ -57,8 +57,8 @@ func (s *Service) PutWebhook(ctx context.Context, name string, in WebhookInput, 
 }
 
 func (s *Service) saveWebhook(ctx context.Context, in WebhookInput, actor, action string) (*WebhookSubscription, error) {
-	if !queueRE.MatchString(in.Name) {
-		return nil, Invalid("name", "webhook name %q must be 1-64 characters of A-Z a-z 0-9 _ . -", clip(in.Name))
+	if err := checkWebhookName(in.Name); err != nil {
+		return nil, err
 	}
 	if s.webhookInFile(in.Name) {
 		return nil, webhookInConfig(in.Name)

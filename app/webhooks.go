@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -205,8 +206,8 @@ type webhookRecord struct {
 // against the contract and the target policy t, and tidies its lists
 // (duplicates dropped). An error is an *InvalidError naming the field.
 func ValidateWebhook(w *WebhookSubscription, t WebhookTargets) error {
-	if !queueRE.MatchString(w.Name) {
-		return Invalid("name", "webhook name %q must be 1-64 characters of A-Z a-z 0-9 _ . -", clip(w.Name))
+	if err := checkWebhookName(w.Name); err != nil {
+		return err
 	}
 	if err := checkTargetURL("url", w.URL, t); err != nil {
 		return err
@@ -234,6 +235,21 @@ func ValidateWebhook(w *WebhookSubscription, t WebhookTargets) error {
 		}
 	}
 	w.Events, w.Queues = tidy(w.Events), tidy(w.Queues)
+	return nil
+}
+
+// webhookNameRE is a subscription's name: a queue name's characters, but
+// starting with a letter or a digit, so that no name is "." or "..": its
+// pages (/webhooks/{name}) and routes would be unreachable, as browsers
+// and HTTP clients resolve such a path segment away.
+var webhookNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$`)
+
+// checkWebhookName checks the name of a subscription (of the API, the CLI
+// or the config file): an *InvalidError naming the field name.
+func checkWebhookName(name string) error {
+	if !webhookNameRE.MatchString(name) {
+		return Invalid("name", "webhook name %q must be 1-64 characters of A-Z a-z 0-9 _ . -, the first a letter or a digit", clip(name))
+	}
 	return nil
 }
 

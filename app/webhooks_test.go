@@ -78,6 +78,27 @@ func TestWebhookTargets(t *testing.T) {
 	}
 }
 
+// A subscription's name is 1-64 of A-Z a-z 0-9 _ . -, the first a letter
+// or a digit: "." and ".." (whose pages browsers resolve away) and names
+// starting with . _ or - are refused, naming the field and the rule.
+func TestWebhookName(t *testing.T) {
+	sub := func(name string) *app.WebhookSubscription {
+		return &app.WebhookSubscription{Name: name, URL: "https://hooks.example/x", Secret: "0123456789abcdef", Events: []string{"*"}}
+	}
+	for _, name := range []string{".", "..", "...", ".hidden", "-x", "_x", "", "a b", "a/b", strings.Repeat("a", 65)} {
+		var ie *app.InvalidError
+		err := app.ValidateWebhook(sub(name), app.WebhookTargets{})
+		if !errors.As(err, &ie) || ie.Field != "name" || !strings.Contains(err.Error(), "the first a letter or a digit") {
+			t.Errorf("ValidateWebhook(name %q) = %v, want an invalid name stating the rule", name, err)
+		}
+	}
+	for _, name := range []string{"a", "0", "ops", "a.b", "A_-.9..", "ops-alerts.v2", strings.Repeat("a", 64)} {
+		if err := app.ValidateWebhook(sub(name), app.WebhookTargets{}); err != nil {
+			t.Errorf("ValidateWebhook(name %q) = %v, want nil", name, err)
+		}
+	}
+}
+
 // Users cannot submit to a queue starting with "_"; a callback_url is
 // checked against the target policy of the config.
 func TestSubmitReservedQueueAndCallbackTarget(t *testing.T) {

@@ -97,6 +97,7 @@ func TestWebhooksConfigErrors(t *testing.T) {
 		{"localhost", strings.Replace(sub(""), "https://hooks.example.com/x", "http://localhost/x", 1), "a name of the local host", 3},
 		{"not http", strings.Replace(sub(""), "https://hooks.example.com/x", "ftp://hooks.example.com/x", 1), "webhooks.subscriptions[0].url", 3},
 		{"bad name", strings.Replace(sub(""), `name = "a"`, `name = "a b"`, 1), "webhooks.subscriptions[0].name", 2},
+		{"dots for a name", strings.Replace(sub(""), `name = "a"`, `name = ".."`, 1), "webhooks.subscriptions[0].name: webhook name \"..\" must be 1-64 characters of A-Z a-z 0-9 _ . -, the first a letter or a digit", 2},
 		{"name twice", sub("") + strings.TrimPrefix(sub(""), ""), `webhooks.subscriptions[1].name: webhook subscription name "a" used twice`, 7},
 		{"internal queue", sub("queues = [\"_webhooks\"]\n"), "webhooks.subscriptions[0].queues", 6},
 	} {

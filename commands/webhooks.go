@@ -126,7 +126,7 @@ func webhookFlags(add bool) []cli.Flag {
 		&cli.BoolFlag{Name: "disabled", Usage: "keep the subscription but deliver nothing"},
 	}
 	if add {
-		return append([]cli.Flag{&cli.StringFlag{Name: "name", Usage: "the subscription's name: 1-64 of A-Z a-z 0-9 _ . -"}}, fl...)
+		return append([]cli.Flag{&cli.StringFlag{Name: "name", Usage: "the subscription's name: 1-64 of A-Z a-z 0-9 _ . -, the first a letter or a digit"}}, fl...)
 	}
 	return append(fl,
 		&cli.BoolFlag{Name: "enabled", Usage: "deliver again (undo --disabled)"},

@@ -107,6 +107,8 @@ func TestWebhookRoutes(t *testing.T) {
 		`{"name": "x", "url": "https://hooks.example/x", "secret": "` + hookSecret + `", "events": []}`:                             "events",
 		`{"name": "x", "url": "https://hooks.example/x", "secret": "` + hookSecret + `", "events": ["job.x"]}`:                      "events",
 		`{"name": "a b", "url": "https://hooks.example/x", "secret": "` + hookSecret + `", "events": ["*"]}`:                        "name",
+		`{"name": "..", "url": "https://hooks.example/x", "secret": "` + hookSecret + `", "events": ["*"]}`:                         "name",
+		`{"name": ".", "url": "https://hooks.example/x", "secret": "` + hookSecret + `", "events": ["*"]}`:                          "name",
 		`{"name": "x", "url": "https://hooks.example/x", "secret": "` + hookSecret + `", "events": ["*"], "queues": ["bad queue"]}`: "queues",
 	} {
 		a := s.post("/api/webhooks", b)

@@ -191,7 +191,7 @@ func oaPathParameters(p string) []any {
 		case s == ":queue":
 			name, schema = "queue", oaQueueName("The queue.")
 		case s == ":name" && strings.Contains(p, "/webhooks/"):
-			name, schema = "name", oaDesc(S{"type": "string", "pattern": oaQueuePattern}, "The subscription.")
+			name, schema = "name", oaDesc(S{"type": "string", "pattern": oaWebhookPattern}, "The subscription.")
 		case s == ":name":
 			name, schema = "name", oaStr("The periodic job's name (escaped: default%2Freport%2F%40every%201m).")
 		case s == ":key":

@@ -122,7 +122,9 @@ func oaInput(desc string, fields ...oaField) S { return oaObjectOf(desc, false, 
 const (
 	oaQueuePattern = `^[A-Za-z0-9_.\-]{1,64}$`
 	oaKindPattern  = `^[A-Za-z0-9_.:\-]{1,128}$`
-	oaTracePattern = `^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$`
+	// A subscription's name starts with a letter or a digit (never "." or "..").
+	oaWebhookPattern = `^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$`
+	oaTracePattern   = `^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$`
 )
 
 func oaQueueName(desc string) S { return oaDesc(S{"type": "string", "pattern": oaQueuePattern}, desc) }
@@ -572,7 +574,7 @@ func openapiSchemas() S {
 			oaReq("created_at", oaNull(oaTime(""))),
 			oaReq("updated_at", oaNull(oaTime("")))),
 		"WebhookInput": oaInput("A webhook subscription as POST /api/webhooks and PUT /api/webhooks/{name} take it.",
-			oaReq("name", oaDesc(S{"type": "string", "pattern": oaQueuePattern}, "")),
+			oaReq("name", oaDesc(S{"type": "string", "pattern": oaWebhookPattern}, "")),
 			oaReq("url", oaDesc(S{"type": "string", "format": "uri"}, "An absolute http(s) URL; private, loopback and link-local targets are refused unless [webhooks] allows them.")),
 			oaOpt("secret", oaDesc(S{"type": "string", "minLength": app.MinWebhookSecret, "maxLength": app.MaxWebhookSecret}, "Signs every delivery (HMAC-SHA256). Required on POST; on PUT absent keeps the old one.")),
 			oaReq("events", oaDesc(S{"type": "array", "items": oaEnum("", oaWebhookEvents...), "minItems": 1}, "Event types, or \"*\" for all of them.")),

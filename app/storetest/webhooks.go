@@ -418,6 +418,9 @@ func testWebhookSubscriptionsThroughTheService(e *env) {
 		{Name: "x", URL: "https://hooks.example/x", Secret: secret, Events: []string{"job.submitted"}},
 		{Name: "x", URL: "https://hooks.example/x", Secret: secret},
 		{Name: "bad name", URL: "https://hooks.example/x", Secret: secret, Events: []string{app.EventSucceeded}},
+		{Name: ".", URL: "https://hooks.example/x", Secret: secret, Events: []string{app.EventSucceeded}},
+		{Name: "..", URL: "https://hooks.example/x", Secret: secret, Events: []string{app.EventSucceeded}},
+		{Name: "-x", URL: "https://hooks.example/x", Secret: secret, Events: []string{app.EventSucceeded}},
 	} {
 		var ie *app.InvalidError
 		if _, err := svc.CreateWebhook(e.ctx, bad, "alice"); !errors.As(err, &ie) {
