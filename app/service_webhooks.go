@@ -114,8 +114,10 @@ func (s *Service) saveWebhook(ctx context.Context, in WebhookInput, actor, actio
 }
 
 // DeleteWebhook deletes the subscription called name (one made through
-// the API), audited (webhook.delete). Its deliveries already made stay
-// jobs, which can no longer be signed: the delivery worker fails them.
+// the API), audited (webhook.delete). Its deliveries already queued stay
+// jobs, but are not sent: with the subscription gone they have neither a
+// URL nor a secret (WebhookTarget), so the delivery worker dead-letters
+// each at once (a permanent failure) when it comes to it.
 func (s *Service) DeleteWebhook(ctx context.Context, name, actor string) error {
 	if s.webhookInFile(name) {
 		return webhookInConfig(name)
@@ -150,7 +152,7 @@ func (s *Service) TestWebhook(ctx context.Context, name, actor string) (int64, e
 	var id int64
 	err = s.Store.Write(ctx, func(tx Tx) error {
 		e := Event{Type: EventWebhookTest, At: tx.Now(), Data: eventData(map[string]any{"subscription": w.Name})}
-		jobs, err := tx.Insert(deliveryJob(tx.WebhookRules(), w.Name, w.URL, &e, tx.Now()))
+		jobs, err := tx.Insert(deliveryJob(tx.WebhookRules(), WebhookDelivery{Subscription: w.Name, Event: e}, tx.Now()))
 		if err != nil {
 			return err
 		}
@@ -306,21 +308,24 @@ func deliveryOfDead(x *DeadJob) WebhookDeliveryInfo {
 	return d
 }
 
-// WebhookSecret returns the secret of the subscription called name, for
-// the delivery worker to sign with. A subscription made on another node a
-// moment ago is found after a reload; none is ErrNotFound (it was deleted:
-// its deliveries cannot be signed).
-func (s *Service) WebhookSecret(ctx context.Context, name string) (string, error) {
+// WebhookTarget returns the URL and the secret of the subscription called
+// name as they stand now, for the delivery worker to send to and sign
+// with: a delivery job names only its subscription (WebhookDelivery), so
+// one queued before a PUT goes to the new URL, signed with the new
+// secret. A subscription made or changed on another node a moment ago is
+// found after a reload; none is ErrNotFound (it was deleted: its
+// deliveries can be neither addressed nor signed).
+func (s *Service) WebhookTarget(ctx context.Context, name string) (url, secret string, err error) {
 	if w, ok := s.Config.WebhookRules().Subscription(name); ok {
-		return w.Secret, nil
+		return w.URL, w.Secret, nil
 	}
 	if err := s.ReloadSettings(ctx); err != nil {
-		s.Log.Warn().Err(err).Msg("reloading settings for a webhook's secret")
+		s.Log.Warn().Err(err).Msg("reloading settings for a webhook's target")
 	}
 	if w, ok := s.Config.WebhookRules().Subscription(name); ok {
-		return w.Secret, nil
+		return w.URL, w.Secret, nil
 	}
-	return "", fmt.Errorf("webhook subscription %q: %w", clip(name), ErrNotFound)
+	return "", "", fmt.Errorf("webhook subscription %q: %w", clip(name), ErrNotFound)
 }
 
 // CallbackSecret returns the secret that signs callbacks: [webhooks]

@@ -265,10 +265,16 @@ func tidy(list []string) []string {
 }
 
 // WebhookDelivery is the payload of a delivery job: whom to send which
-// event. Subscription is empty for a callback. It never holds a secret.
+// event. A subscription's delivery names only the subscription: its URL
+// (which may carry a token, and which read tokens must not see through the
+// jobs of WebhookQueue) and its secret are looked up when it is sent
+// (Service.WebhookTarget), so a delivery queued before a change goes to
+// the URL the secret belongs with. A callback's carries its URL (the job's
+// callback_url, which the job shows to the same readers) and no
+// subscription. It never holds a secret.
 type WebhookDelivery struct {
 	Subscription string `json:"subscription,omitempty"`
-	URL          string `json:"url"`
+	URL          string `json:"url,omitempty"`
 	Event        Event  `json:"event"`
 }
 
@@ -628,7 +634,7 @@ func settleWebhooks(tx Tx) error {
 		}
 		for j := range rules.Subscriptions {
 			if w := &rules.Subscriptions[j]; w.Matches(e) {
-				deliveries = append(deliveries, deliveryJob(rules, w.Name, w.URL, e, tx.Now()))
+				deliveries = append(deliveries, deliveryJob(rules, WebhookDelivery{Subscription: w.Name, Event: *e}, tx.Now()))
 			}
 		}
 	}
@@ -640,7 +646,7 @@ func settleWebhooks(tx Tx) error {
 		for i := range events {
 			e := &events[i]
 			if u := urls[e.JobID]; u != "" && e.Queue != WebhookQueue && jobEnds(e.Type) {
-				deliveries = append(deliveries, deliveryJob(rules, "", u, e, tx.Now()))
+				deliveries = append(deliveries, deliveryJob(rules, WebhookDelivery{URL: u, Event: *e}, tx.Now()))
 			}
 		}
 	}
@@ -653,14 +659,15 @@ func settleWebhooks(tx Tx) error {
 	return nil
 }
 
-// deliveryJob is the job that delivers e to url for subscription sub ("":
-// a callback), under rules' policy (nil: the built-in one).
-func deliveryJob(rules *WebhookRules, sub, url string, e *Event, now time.Time) *NewJob {
-	payload, _ := json.Marshal(WebhookDelivery{Subscription: sub, URL: url, Event: *e})
+// deliveryJob is the job that delivers d (a subscription's, without its
+// URL, or a callback's), under rules' policy (nil: the built-in one).
+func deliveryJob(rules *WebhookRules, d WebhookDelivery, now time.Time) *NewJob {
 	tag := CallbackTag
-	if sub != "" {
-		tag = WebhookTagPrefix + sub
+	if d.Subscription != "" {
+		tag = WebhookTagPrefix + d.Subscription
+		d.URL = "" // looked up when sent: never in a job
 	}
+	payload, _ := json.Marshal(d)
 	nj := &NewJob{Queue: WebhookQueue, Kind: WebhookKind, Payload: payload, RunAt: now, Tags: []string{tag},
 		MaxAttempts: DefaultWebhookMaxAttempts, Timeout: DefaultTimeout}
 	if rules != nil && rules.MaxAttempts > 0 {

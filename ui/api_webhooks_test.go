@@ -84,8 +84,8 @@ func TestWebhookRoutes(t *testing.T) {
 		t.Fatalf("PUT: %d %s", a.status, a.body)
 	}
 	noSecret(a)
-	if sec, err := s.svc.WebhookSecret(t.Context(), "ops"); err != nil || sec != hookSecret {
-		t.Fatalf("secret after a PUT without one: %q %v", sec, err)
+	if u, sec, err := s.svc.WebhookTarget(t.Context(), "ops"); err != nil || sec != hookSecret || u != "https://hooks.example/ops2" {
+		t.Fatalf("target after a PUT without a secret: %q %q %v, want the new URL and the old secret", u, sec, err)
 	}
 	for _, c := range []struct{ method, path, body, code string }{
 		{http.MethodPut, "/api/webhooks/file", `{"url": "https://hooks.example/x", "events": ["*"]}`, "webhook_in_config"},

@@ -97,7 +97,7 @@ func TestWebhooksPages(t *testing.T) {
 	edit := url.Values{"url": {"https://hooks.example.com/v2"}, "events": {"*"}, "disabled": {"true"}}
 	a = u.follow(u.post("/webhooks/ops", edit))
 	wantBody(t, "after edit", a, "Webhook ops saved", "https://hooks.example.com/v2", "every event", "badge-paused")
-	if s, _ := env.svc.WebhookSecret(t.Context(), "ops"); s != pageSecret {
+	if _, s, _ := env.svc.WebhookTarget(t.Context(), "ops"); s != pageSecret {
 		t.Fatalf("an edit without a secret changed it to %q", s)
 	}
 	edit.Set("url", "http://10.0.0.1/x")

@@ -86,12 +86,12 @@ func (d *Deliverer) Deliver(ctx context.Context, job *app.Job) (any, error) {
 	if err := json.Unmarshal(job.Payload, &dl); err != nil {
 		return nil, worker.Permanent(fmt.Errorf("webhook delivery %d: the payload is not a delivery: %w", job.ID, err))
 	}
-	if err := d.Targets.CheckURL(dl.URL); err != nil {
-		return nil, worker.Permanent(&RefusedError{Target: dl.URL, Err: err})
-	}
-	secret, err := d.secret(ctx, dl.Subscription)
+	target, secret, err := d.target(ctx, dl)
 	if err != nil {
 		return nil, err
+	}
+	if err := d.Targets.CheckURL(target); err != nil {
+		return nil, worker.Permanent(&RefusedError{Target: target, Err: err})
 	}
 	body, err := d.body(ctx, job.ID, dl.Event)
 	if err != nil {
@@ -107,37 +107,39 @@ func (d *Deliverer) Deliver(ctx context.Context, job *app.Job) (any, error) {
 	h.Set(HeaderID, strconv.FormatInt(job.ID, 10))
 	h.Set(HeaderEvent, dl.Event.Type)
 	h.Set(HeaderSignature, Sign(secret, now(), body))
-	a, err := post(ctx, d.Client, dl.URL, h, body)
+	a, err := post(ctx, d.Client, target, h, body)
 	var re *RefusedError
 	switch {
 	case errors.As(err, &re):
 		return nil, worker.Permanent(re)
 	case err != nil:
-		return nil, fmt.Errorf("POST %s: %w", redactURL(dl.URL), unwrapURLError(err))
+		return nil, fmt.Errorf("POST %s: %w", redactURL(target), unwrapURLError(err))
 	case a.Status/100 != 2:
 		return nil, fmt.Errorf("HTTP %d: %s", a.Status, snippet(a.Body, 200))
 	}
 	return Result{Status: a.Status, DurationMS: a.Duration.Milliseconds()}, nil
 }
 
-// secret is the signing secret of subscription name, or the callbacks'
-// when name is empty.
-func (d *Deliverer) secret(ctx context.Context, name string) (string, error) {
-	if name == "" {
+// target is where delivery dl goes and the secret that signs it: a
+// subscription's URL and secret as they stand now (the job names only the
+// subscription; one deleted since fails for good), or a callback's URL
+// (in the job) and the callback secret.
+func (d *Deliverer) target(ctx context.Context, dl app.WebhookDelivery) (target, secret string, err error) {
+	if dl.Subscription == "" {
 		s, err := d.Service.CallbackSecret(ctx)
 		if err != nil {
-			return "", fmt.Errorf("callback secret: %w", err)
+			return "", "", fmt.Errorf("callback secret: %w", err)
 		}
-		return s, nil
+		return dl.URL, s, nil
 	}
-	s, err := d.Service.WebhookSecret(ctx, name)
+	target, secret, err = d.Service.WebhookTarget(ctx, dl.Subscription)
 	if errors.Is(err, app.ErrNotFound) {
-		return "", worker.Permanent(fmt.Errorf("subscription %q no longer exists", name))
+		return "", "", worker.Permanent(fmt.Errorf("subscription %q no longer exists", dl.Subscription))
 	}
 	if err != nil {
-		return "", fmt.Errorf("secret of subscription %q: %w", name, err)
+		return "", "", fmt.Errorf("target of subscription %q: %w", dl.Subscription, err)
 	}
-	return s, nil
+	return target, secret, nil
 }
 
 // body is the JSON body of delivery id of ev, within MaxBody where the

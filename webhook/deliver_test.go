@@ -192,6 +192,80 @@ func TestDeliveryPoolSignsAndRetries(t *testing.T) {
 	}
 }
 
+// A subscription's delivery job names the subscription, not its URL: the
+// deliverer sends to the URL the subscription has when it sends, signed
+// with the secret it has then, so a delivery queued before a PUT goes to
+// the new URL signed with the new secret. The URL looked up is checked
+// against the policy (refused: permanent), and a subscription deleted
+// since dead-letters the delivery (permanent), nothing sent.
+func TestDeliverLooksUpTheSubscriptionsTarget(t *testing.T) {
+	old, oldHits := counting(t, ok)
+	rc := &receiver{statuses: []int{204}}
+	cur, _ := counting(t, rc.ServeHTTP)
+	cfg := &app.Config{Webhooks: app.WebhookConfig{Targets: app.WebhookTargets{Allow: []string{"127.0.0.1"}}}}
+	svc := newService(t, cfg)
+	ctx := t.Context()
+	const oldSecret, newSecret = "the-old-secret-0123456", "the-new-secret-0123456"
+	events := []string{app.EventDeadLettered}
+	if _, err := svc.CreateWebhook(ctx, app.WebhookInput{Name: "ops", URL: old.URL + "/hook?token=t0ps3cret", Secret: oldSecret, Events: events}, "t"); err != nil {
+		t.Fatal(err)
+	}
+	job := submit(t, svc, `{}`, 1)
+	claimed, err := svc.Claim(ctx, "emails", app.ClaimInput{Limit: 1})
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim: %v %v", claimed, err)
+	}
+	no := false
+	if _, err := svc.Fail(ctx, job.ID, app.FailInput{Lease: claimed[0].Lease, Error: "boom", Retry: &no}); err != nil {
+		t.Fatal(err)
+	}
+	page, err := svc.List(ctx, app.ListInput{Queue: app.WebhookQueue})
+	if err != nil || len(page.Jobs) != 1 {
+		t.Fatalf("deliveries: %+v %v", page, err)
+	}
+	dj := page.Jobs[0]
+	if p := string(dj.Payload); strings.Contains(p, "t0ps3cret") || strings.Contains(p, old.URL) || strings.Contains(p, `"url"`) {
+		t.Fatalf("the delivery job carries the subscription's URL: %s", p)
+	}
+	if _, err := svc.PutWebhook(ctx, "ops", app.WebhookInput{URL: cur.URL + "/v2", Secret: newSecret, Events: events}, "t"); err != nil {
+		t.Fatal(err)
+	}
+
+	// A deliverer whose policy refuses the URL looked up: permanent.
+	_, err = (&webhook.Deliverer{Service: svc}).Handler()(ctx, dj)
+	var pe *worker.PermanentError
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "refused") || !strings.Contains(err.Error(), "127.0.0.1") {
+		t.Fatalf("Deliver to a refused current URL: %v, want a permanent refusal", err)
+	}
+
+	d := &webhook.Deliverer{Service: svc, Targets: cfg.Webhooks.Targets}
+	res, err := d.Handler()(ctx, dj)
+	if err != nil {
+		t.Fatalf("Deliver: %v", err)
+	}
+	if r, _ := res.(webhook.Result); r.Status != 204 {
+		t.Fatalf("result %#v, want status 204", res)
+	}
+	reqs := rc.got()
+	if len(reqs) != 1 || oldHits.Load() != 0 {
+		t.Fatalf("the new URL got %d requests, the old one %d; want 1 and 0", len(reqs), oldHits.Load())
+	}
+	if err := webhook.Verify(newSecret, reqs[0].header, reqs[0].body, time.Now(), time.Minute); err != nil {
+		t.Fatalf("the delivery is not signed with the new secret: %v", err)
+	}
+
+	if err := svc.DeleteWebhook(ctx, "ops", "t"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.Handler()(ctx, dj)
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), `subscription "ops" no longer exists`) {
+		t.Fatalf("Deliver for a deleted subscription: %v, want a permanent failure", err)
+	}
+	if len(rc.got()) != 1 || oldHits.Load() != 0 {
+		t.Fatal("a deleted subscription's delivery was sent")
+	}
+}
+
 // A target the policy refuses fails for good: Deliver's error is a
 // worker.Permanent naming the keys that would allow it, nothing is sent;
 // run by a pool, the delivery dead-letters after one attempt with it.
