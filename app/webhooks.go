@@ -302,27 +302,71 @@ type WebhookConfig struct {
 
 // WebhookTargets is the target policy of webhooks and callbacks (the SSRF
 // guard): only http and https, and no loopback, link-local, private
-// (RFC 1918, fc00::/7), unspecified, multicast or CGNAT (100.64.0.0/10)
-// address, nor the name localhost or a name under it, unless AllowPrivate
-// ([webhooks] allow_private = true) or Allow ([webhooks] allow: IPs, CIDRs
-// and host names) lets it. Submission and subscription check the URL
-// (CheckURL); the delivery worker's dialer checks every address a name
-// resolves to (CheckIP), so a name that resolves to a refused address
-// (DNS rebinding) is refused too.
+// (RFC 1918, fc00::/7), unspecified, multicast, CGNAT (100.64.0.0/10),
+// IETF protocol (192.0.0.0/24), benchmarking (198.18.0.0/15) or reserved
+// (240.0.0.0/4) address, nor the name localhost or a name under it, unless
+// AllowPrivate ([webhooks] allow_private = true) or Allow ([webhooks]
+// allow: IPs, CIDRs and host names) lets it. An IPv6 address holding an
+// IPv4 one (IPv4-mapped, NAT64 64:ff9b::/96, IPv4-compatible ::/96) is
+// judged as that IPv4 address. Submission and subscription check the URL
+// (CheckURL), which also refuses, whatever the policy, a host of numbers
+// that is not a dotted-decimal address (127.1, 2130706433, 0x7f000001:
+// resolvers read them as IPv4 addresses); the delivery worker's dialer
+// checks every address a name resolves to (CheckIP), so a name that
+// resolves to a refused address (DNS rebinding) is refused too.
 type WebhookTargets struct {
 	AllowPrivate bool
 	Allow        []string
 }
 
-// cgnat is the shared address space of carrier-grade NAT (RFC 6598).
-var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+// Ranges refused by default besides those netip classifies.
+var (
+	// cgnat is the shared address space of carrier-grade NAT (RFC 6598).
+	cgnat = netip.MustParsePrefix("100.64.0.0/10")
+	// thisNetwork is 0.0.0.0/8, which some systems route to the host itself.
+	thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
+	// ietfProtocol is 192.0.0.0/24, IETF protocol assignments (RFC 6890):
+	// relays and NAT64 discovery, never a receiver.
+	ietfProtocol = netip.MustParsePrefix("192.0.0.0/24")
+	// benchmarking is 198.18.0.0/15 (RFC 2544), for test networks.
+	benchmarking = netip.MustParsePrefix("198.18.0.0/15")
+	// reserved is 240.0.0.0/4, reserved for future use (RFC 1112).
+	reserved = netip.MustParsePrefix("240.0.0.0/4")
+	// nat64 (64:ff9b::/96, RFC 6052) and v4compat (::/96, the deprecated
+	// IPv4-compatible form) hold an IPv4 address in their last 32 bits: a
+	// NAT64 gateway or a host's stack may reach that address through
+	// them, so they are judged as that address.
+	nat64    = netip.MustParsePrefix("64:ff9b::/96")
+	v4compat = netip.MustParsePrefix("::/96")
+)
 
-// thisNetwork is 0.0.0.0/8, which some systems route to the host itself.
-var thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
+// embeddedIPv4 returns the IPv4 address ip stands for: the address itself
+// if it is one (or IPv4-mapped), the one inside a NAT64 or IPv4-compatible
+// IPv6 address (but :: and ::1, which are the unspecified and loopback
+// IPv6 addresses), else ip unchanged; embedded reports the second case.
+func embeddedIPv4(ip netip.Addr) (v4 netip.Addr, embedded bool) {
+	ip = ip.Unmap()
+	if !ip.Is6() || ip.Zone() != "" || ip == netip.IPv6Unspecified() || ip == netip.IPv6Loopback() {
+		return ip, false
+	}
+	if nat64.Contains(ip) || v4compat.Contains(ip) {
+		b := ip.As16()
+		return netip.AddrFrom4([4]byte(b[12:])), true
+	}
+	return ip, false
+}
 
 // refusedClass names why ip is refused by default, or "" if it is not.
 func refusedClass(ip netip.Addr) string {
-	ip = ip.Unmap()
+	ip, embedded := embeddedIPv4(ip)
+	why := refusedClass4(ip)
+	if why != "" && embedded {
+		why += " (it holds " + ip.String() + " in IPv6 form)"
+	}
+	return why
+}
+
+func refusedClass4(ip netip.Addr) string {
 	switch {
 	case ip.IsLoopback():
 		return "a loopback address"
@@ -336,8 +380,34 @@ func refusedClass(ip netip.Addr) string {
 		return "a private address"
 	case cgnat.Contains(ip):
 		return "a shared (CGNAT) address"
+	case ietfProtocol.Contains(ip):
+		return "an IETF protocol assignment address (192.0.0.0/24)"
+	case benchmarking.Contains(ip):
+		return "a benchmarking address (198.18.0.0/15)"
+	case reserved.Contains(ip):
+		return "a reserved address (240.0.0.0/4)"
 	}
 	return ""
+}
+
+// numericHost reports whether every label of host is a number as
+// inet_aton reads one (decimal, 0-prefixed octal or 0x hex): resolvers and
+// browsers take such a host, 2130706433 or 0x7f.1 or 127.1, for an IPv4
+// address, which the policy must judge as one.
+func numericHost(host string) bool {
+	for _, l := range strings.Split(strings.TrimSuffix(host, "."), ".") {
+		digits := "0123456789"
+		if len(l) >= 2 && l[0] == '0' && (l[1] == 'x' || l[1] == 'X') {
+			l, digits = l[2:], "0123456789abcdefABCDEF"
+			if l == "" {
+				continue // "0x" is 0 to inet_aton
+			}
+		}
+		if l == "" || strings.Trim(l, digits) != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // Validate checks the entries of Allow: each an IP, a CIDR or a host name.
@@ -374,13 +444,14 @@ func hostName(host string) string { return strings.TrimSuffix(strings.ToLower(ho
 // allowed reports whether Allow lets ip (if valid) or host name host.
 func (t WebhookTargets) allowed(ip netip.Addr, host string) bool {
 	host = hostName(host)
+	v4, _ := embeddedIPv4(ip) // an entry may name the address or the IPv4 one it holds
 	for _, a := range t.Allow {
 		p, name, err := allowEntry(a)
 		switch {
 		case err != nil:
 		case name != "" && name == host:
 			return true
-		case name == "" && ip.IsValid() && p.Contains(ip.Unmap()):
+		case name == "" && ip.IsValid() && (p.Contains(ip.Unmap()) || p.Contains(v4)):
 			return true
 		}
 	}
@@ -413,6 +484,15 @@ func (t WebhookTargets) CheckURL(raw string) error {
 	}
 	if ip, err := netip.ParseAddr(host); err == nil {
 		return t.CheckIP(ip, "")
+	}
+	if numericHost(host) {
+		// 127.0.0.1. (a trailing dot) is the address; 127.1, 0x7f000001
+		// and 0177.0.0.1 are refused whatever the policy: the address
+		// they stand for depends on who reads them.
+		if ip, err := netip.ParseAddr(strings.TrimSuffix(host, ".")); err == nil && ip.Is4() {
+			return t.CheckIP(ip, "")
+		}
+		return fmt.Errorf("host %q is an IPv4 address in a form other than dotted decimal; write it as four decimal numbers, e.g. 127.0.0.1", clip(host))
 	}
 	if t.AllowPrivate || t.allowed(netip.Addr{}, host) {
 		return nil

@@ -22,6 +22,14 @@ func TestWebhookTargets(t *testing.T) {
 		"http://[fd12:3456::1]/", "http://0.0.0.0/", "http://[::]/", "http://100.64.0.1/", "http://224.0.0.1/",
 		"http://[::ffff:127.0.0.1]/", "http://[::ffff:10.0.0.1]/", "http://localhost/", "http://LocalHost./",
 		"http://foo.localhost/", "https://a.b.localhost:8443/",
+		// An IPv6 address holding a refused IPv4 one: NAT64, IPv4-compatible.
+		"http://[64:ff9b::7f00:1]/", "http://[64:ff9b::a9fe:a9fe]/", "http://[64:ff9b::10.1.2.3]/", "http://[::7f00:1]/",
+		"http://[::a9fe:a9fe]/", "http://[::192.168.0.1]/",
+		// IETF protocol assignments, benchmarking, reserved, CGNAT's ends.
+		"http://192.0.0.8/", "http://192.0.0.255/", "http://198.18.0.1/", "http://198.19.255.254/", "http://240.0.0.1/",
+		"http://254.1.2.3/", "http://100.127.255.255/", "http://[64:ff9b::c612:1]/",
+		// A dotted quad with the trailing dot of a fully qualified name.
+		"http://127.0.0.1./",
 	}
 	var none app.WebhookTargets
 	for _, u := range refused {
@@ -33,9 +41,22 @@ func TestWebhookTargets(t *testing.T) {
 			t.Errorf("CheckURL(%s) with allow_private: %v", u, err)
 		}
 	}
-	for _, u := range []string{"https://hooks.example.com/x", "http://93.184.216.34/", "https://[2606:4700::1111]/", "http://100.128.0.1/", "http://172.32.0.1/"} {
+	for _, u := range []string{"https://hooks.example.com/x", "http://93.184.216.34/", "https://[2606:4700::1111]/", "http://100.128.0.1/", "http://172.32.0.1/",
+		"http://[64:ff9b::5db8:d822]/", "http://[::ffff:93.184.216.34]/", "http://192.0.1.1/", "http://198.17.255.255/", "http://198.20.0.1/",
+		"http://223.255.255.255/", "http://1.2.3.example/", "http://0x7f.example/", "http://123abc/", "http://8.8.8.8./"} {
 		if err := none.CheckURL(u); err != nil {
 			t.Errorf("CheckURL(%s) = %v, want nil (a public target)", u, err)
+		}
+	}
+	// A host of numbers that is not a dotted quad is an IPv4 address to a
+	// resolver (inet_aton): refused whatever the policy, saying how to
+	// write it.
+	for _, u := range []string{"http://2130706433/", "http://0x7f000001/", "http://127.1/", "http://0177.0.0.1/", "http://0x7f.1/",
+		"http://0X7F.0.0.1/", "http://134744072/", "http://0/", "http://1.2.3.4.5/", "http://08.8.8.8/", "http://127.0.1./", "http://0x/"} {
+		for _, pol := range []app.WebhookTargets{none, {AllowPrivate: true}, {Allow: []string{"0.0.0.0/0"}}} {
+			if err := pol.CheckURL(u); err == nil || !strings.Contains(err.Error(), "dotted decimal") {
+				t.Errorf("CheckURL(%s) under %+v = %v, want a refusal asking for dotted decimal", u, pol, err)
+			}
 		}
 	}
 	for _, u := range []string{"ftp://hooks.example/", "hooks.example/x", "http:///x", "mailto:a@b.example", "https://user:pw@hooks.example/", "://x"} {
@@ -70,6 +91,31 @@ func TestWebhookTargets(t *testing.T) {
 	}
 	if err := none.CheckIP(netip.MustParseAddr("8.8.8.8"), "dns.example"); err != nil {
 		t.Errorf("CheckIP of a public address: %v", err)
+	}
+	for ip, why := range map[string]string{
+		"64:ff9b::a9fe:a9fe": "a link-local address (it holds 169.254.169.254 in IPv6 form)",
+		"::7f00:1":           "a loopback address (it holds 127.0.0.1 in IPv6 form)",
+		"::1":                "a loopback address",
+		"::":                 "an unspecified address",
+		"198.18.3.4":         "a benchmarking address",
+		"240.1.2.3":          "a reserved address",
+		"192.0.0.170":        "an IETF protocol assignment address",
+		"100.64.0.1":         "a shared (CGNAT) address",
+	} {
+		if err := none.CheckIP(netip.MustParseAddr(ip), "x.example"); err == nil || !strings.Contains(err.Error(), "x.example ("+ip+") is "+why) {
+			t.Errorf("CheckIP(%s) = %v, want a refusal: %s", ip, err, why)
+		}
+	}
+	for _, ip := range []string{"64:ff9b::808:808", "2001:db8::7f00:1", "64:ff9b:1::7f00:1"} {
+		if err := none.CheckIP(netip.MustParseAddr(ip), "x.example"); err != nil {
+			t.Errorf("CheckIP(%s) = %v, want nil (no refused IPv4 address inside)", ip, err)
+		}
+	}
+	// An allowed IPv4 address is allowed in the IPv6 forms that hold it.
+	for _, ip := range []string{"64:ff9b::7f00:1", "::ffff:127.0.0.1", "::127.0.0.1"} {
+		if err := allow.CheckIP(netip.MustParseAddr(ip), "x.example"); err != nil {
+			t.Errorf("CheckIP(%s) with allow %v: %v", ip, allow.Allow, err)
+		}
 	}
 	for _, bad := range []string{"http://x", "a b", "10.0.0.0/33", ""} {
 		if err := (app.WebhookTargets{Allow: []string{bad}}).Validate(); err == nil {
@@ -116,6 +162,10 @@ func TestSubmitReservedQueueAndCallbackTarget(t *testing.T) {
 	var ie *app.InvalidError
 	if _, err := in.NewJob(cfg, now); !errors.As(err, &ie) || ie.Field != "callback_url" || !strings.Contains(err.Error(), "[webhooks] allow") {
 		t.Fatalf("callback_url to loopback: %v", err)
+	}
+	odd := app.SubmitInput{Kind: "k", CallbackURL: "http://0x7f000001:9/cb"}
+	if _, err := odd.NewJob(cfg, now); !errors.As(err, &ie) || ie.Field != "callback_url" || !strings.Contains(err.Error(), "dotted decimal") {
+		t.Fatalf("callback_url to a hex address: %v, want invalid callback_url asking for dotted decimal", err)
 	}
 	cfg.Webhooks.Targets.AllowPrivate = true
 	if nj, err := in.NewJob(cfg, now); err != nil || nj.CallbackURL != in.CallbackURL {
