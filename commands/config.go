@@ -560,7 +560,10 @@ func (s *serverConfig) validateHTTP() error {
 }
 
 // warnReadableTokens warns when the config file at path holds a token
-// inline (token = "...") and its mode lets group or others read it.
+// (token = "...") or a webhook secret ([webhooks] callback_secret,
+// [[webhooks.subscriptions]] secret) inline and its mode lets group or
+// others read it: a token lets whoever reads it call the API, a secret
+// lets them forge deliveries that receivers take for the server's.
 func warnReadableTokens(log zerolog.Logger, path string) {
 	if path == "" {
 		return
@@ -573,18 +576,38 @@ func warnReadableTokens(log zerolog.Logger, path string) {
 		Tokens []struct {
 			Token string `toml:"token"`
 		} `toml:"tokens"`
+		Webhooks struct {
+			CallbackSecret string `toml:"callback_secret"`
+			Subscriptions  []struct {
+				Secret string `toml:"secret"`
+			} `toml:"subscriptions"`
+		} `toml:"webhooks"`
 	}
 	if _, err := toml.DecodeFile(path, &f); err != nil {
 		return // loadConfig read it; nothing to add
 	}
+	var held, files []string
+	tokens := false
 	for _, t := range f.Tokens {
-		if t.Token != "" {
-			log.Warn().Str("path", path).Str("mode", fmt.Sprintf("%#o", st.Mode().Perm())).
-				Str("fix", "chmod 600 "+path+", or move the tokens to token_file").
-				Msg("config file holding tokens is readable by others")
-			return
-		}
+		tokens = tokens || t.Token != ""
 	}
+	if tokens {
+		held, files = append(held, "tokens"), append(files, "token_file")
+	}
+	secrets := f.Webhooks.CallbackSecret != ""
+	for _, s := range f.Webhooks.Subscriptions {
+		secrets = secrets || s.Secret != ""
+	}
+	if secrets {
+		held, files = append(held, "webhook secrets"), append(files, "callback_secret_file or secret_file")
+	}
+	if len(held) == 0 {
+		return
+	}
+	what := strings.Join(held, " and ")
+	log.Warn().Str("path", path).Str("mode", fmt.Sprintf("%#o", st.Mode().Perm())).
+		Str("fix", "chmod 600 "+path+", or move the "+what+" to "+strings.Join(files, " and ")).
+		Msg("config file holding " + what + " is readable by others")
 }
 
 // lineIndex maps dotted key paths ("queues.emails.timeout",

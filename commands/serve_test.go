@@ -82,22 +82,33 @@ func TestServeAllowedHosts(t *testing.T) {
 	}
 }
 
-// A config file holding an inline token and readable by group or others
-// gets a warning naming the fix; a 0600 file or one with token_file only
-// does not.
+// A config file holding an inline token or webhook secret and readable by
+// group or others gets a warning naming what it holds and the fix; a 0600
+// file or one with token_file or secret files only does not.
 func TestWarnReadableTokens(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "t"), []byte("0123456789abcdef\n"), 0o600)
+	const (
+		tokens  = "config file holding tokens is readable by others"
+		secrets = "config file holding webhook secrets is readable by others"
+		both    = "config file holding tokens and webhook secrets is readable by others"
+		sub     = "[[webhooks.subscriptions]]\nname = \"a\"\nurl = \"https://h.example/\"\nevents = [\"*\"]\n"
+	)
 	for _, tc := range []struct {
 		name, text string
 		mode       os.FileMode
-		warn       bool
+		want       string // the warning; "" for none
 	}{
-		{"inline 0644", "[[tokens]]\nname = \"a\"\ntoken = \"0123456789abcdef\"\n", 0o644, true},
-		{"inline 0640", "[[tokens]]\nname = \"a\"\ntoken = \"0123456789abcdef\"\n", 0o640, true},
-		{"inline 0600", "[[tokens]]\nname = \"a\"\ntoken = \"0123456789abcdef\"\n", 0o600, false},
-		{"token_file 0644", "[[tokens]]\nname = \"a\"\ntoken_file = \"t\"\n", 0o644, false},
-		{"no tokens 0644", "[server]\naddr = \"127.0.0.1:1\"\n", 0o644, false},
+		{"inline 0644", "[[tokens]]\nname = \"a\"\ntoken = \"0123456789abcdef\"\n", 0o644, tokens},
+		{"inline 0640", "[[tokens]]\nname = \"a\"\ntoken = \"0123456789abcdef\"\n", 0o640, tokens},
+		{"inline 0600", "[[tokens]]\nname = \"a\"\ntoken = \"0123456789abcdef\"\n", 0o600, ""},
+		{"token_file 0644", "[[tokens]]\nname = \"a\"\ntoken_file = \"t\"\n", 0o644, ""},
+		{"no tokens 0644", "[server]\naddr = \"127.0.0.1:1\"\n", 0o644, ""},
+		{"callback_secret 0644", "[webhooks]\ncallback_secret = \"cb-secret-0123456789\"\n", 0o644, secrets},
+		{"subscription secret 0604", sub + "secret = \"sub-secret-0123456789\"\n", 0o604, secrets},
+		{"subscription secret 0600", sub + "secret = \"sub-secret-0123456789\"\n", 0o600, ""},
+		{"secret files 0644", "[webhooks]\ncallback_secret_file = \"t\"\n" + sub + "secret_file = \"t\"\n", 0o644, ""},
+		{"both 0644", "[[tokens]]\nname = \"a\"\ntoken = \"0123456789abcdef\"\n" + sub + "secret = \"sub-secret-0123456789\"\n", 0o644, both},
 	} {
 		path := filepath.Join(dir, "queue.toml")
 		os.WriteFile(path, []byte(tc.text), 0o600)
@@ -105,14 +116,14 @@ func TestWarnReadableTokens(t *testing.T) {
 		var out bytes.Buffer
 		warnReadableTokens(zerolog.New(&out), path)
 		got := out.String()
-		if tc.warn != strings.Contains(got, "config file holding tokens is readable by others") {
-			t.Errorf("%s: log %q, want a warning: %v", tc.name, got, tc.warn)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: log %q, want %q", tc.name, got, tc.want)
 		}
-		if tc.warn && !strings.Contains(got, `"fix":"chmod 600 `+path) {
+		if tc.want != "" && !strings.Contains(got, `"fix":"chmod 600 `+path) {
 			t.Errorf("%s: log %q does not name the fix", tc.name, got)
 		}
-		if strings.Contains(got, "0123456789abcdef") {
-			t.Errorf("%s: the log shows the token: %q", tc.name, got)
+		if strings.Contains(got, "0123456789") {
+			t.Errorf("%s: the log shows the token or the secret: %q", tc.name, got)
 		}
 	}
 }
