@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -30,10 +31,13 @@ import (
 // JavaScript; static/app.js only adds live refresh and "select all".
 // Templates, CSS and the script are embedded (package assets).
 type pages struct {
-	h      *handler
-	svc    *app.Service
-	log    zerolog.Logger
+	h   *handler
+	svc *app.Service
+	log zerolog.Logger
+	// tmpl holds the page templates parsed so far: each is parsed on its
+	// first use (see template), under tmplMu.
 	tmpl   map[string]*template.Template
+	tmplMu sync.Mutex
 	static map[string]staticFile
 	// csrf and csrfTLS are echo's CSRF middleware for plain HTTP and for
 	// HTTPS (the latter marks its cookie Secure).
@@ -61,7 +65,6 @@ var errCSRF = newError(http.StatusForbidden, "forbidden", "this form's security 
 func newPages(h *handler, e *echo.Echo) *pages {
 	p := &pages{h: h, svc: h.svc, log: h.log, tmpl: map[string]*template.Template{}, static: map[string]staticFile{}}
 	p.loadStatic()
-	p.parseTemplates()
 	csrf := func(secure bool) echo.MiddlewareFunc {
 		return middleware.CSRFWithConfig(middleware.CSRFConfig{
 			TokenLookup:    "form:" + csrfField + ",header:X-CSRF-Token",
@@ -143,20 +146,46 @@ func (p *pages) loadStatic() {
 	}
 }
 
-// parseTemplates parses each page file together with layout.html and
-// partials.html; a page file defines "content".
-func (p *pages) parseTemplates() {
-	names, err := fs.Glob(assets.Templates, "*.html")
+// template is page name's template: the page file parsed together with
+// layout.html and partials.html (a page file defines "content"), on its
+// first use. Parsing every page at start would hold a parsed copy of the
+// layout for each of the pages an idle server never shows (about a MB of
+// its resident memory); the tests parse them all (TestTemplatesParse).
+func (p *pages) template(name string) (*template.Template, error) {
+	p.tmplMu.Lock()
+	defer p.tmplMu.Unlock()
+	if t := p.tmpl[name]; t != nil {
+		return t, nil
+	}
+	file := name + ".html"
+	if name == "layout" || name == "partials" {
+		return nil, fmt.Errorf("no page template %q", name)
+	}
+	if _, err := fs.Stat(assets.Templates, file); err != nil {
+		return nil, fmt.Errorf("no page template %q", name)
+	}
+	t, err := template.New(file).Funcs(p.funcs()).ParseFS(assets.Templates, "layout.html", "partials.html", file)
 	if err != nil {
-		panic(err)
+		return nil, fmt.Errorf("parse page template %s: %w", file, err)
 	}
-	for _, n := range names {
-		if n == "layout.html" || n == "partials.html" {
-			continue
+	p.tmpl[name] = t
+	return t, nil
+}
+
+// pageNames names every page template (each *.html but the layout and
+// the partials).
+func pageNames() ([]string, error) {
+	files, err := fs.Glob(assets.Templates, "*.html")
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, f := range files {
+		if f != "layout.html" && f != "partials.html" {
+			names = append(names, strings.TrimSuffix(f, ".html"))
 		}
-		t := template.New(n).Funcs(p.funcs())
-		p.tmpl[strings.TrimSuffix(n, ".html")] = template.Must(t.ParseFS(assets.Templates, "layout.html", "partials.html", n))
 	}
+	return names, nil
 }
 
 // serveStatic serves the embedded files. A URL carrying the file's hash
@@ -236,9 +265,9 @@ func (p *pages) base(c echo.Context, title, nav string) base {
 // render writes page name with data: into a buffer first, so a template
 // error is a clean error page rather than half a page.
 func (p *pages) render(c echo.Context, status int, name string, data any) error {
-	t := p.tmpl[name]
-	if t == nil {
-		return fmt.Errorf("render: no template %q", name)
+	t, err := p.template(name)
+	if err != nil {
+		return fmt.Errorf("render: %w", err)
 	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", data); err != nil {
@@ -276,7 +305,11 @@ func (p *pages) errorPage(c echo.Context, ae *apiError) {
 		v.Message = "You are not logged in, or your session has ended. Log in with a token and try again."
 	}
 	var buf bytes.Buffer
-	if err := p.tmpl["error"].ExecuteTemplate(&buf, "layout", v); err != nil {
+	t, err := p.template("error")
+	if err == nil {
+		err = t.ExecuteTemplate(&buf, "layout", v)
+	}
+	if err != nil {
 		p.log.Error().Err(err).Msg("render error page")
 		c.String(ae.Status, http.StatusText(ae.Status)+": "+ae.Message)
 		return

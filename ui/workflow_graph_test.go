@@ -226,14 +226,17 @@ func TestLayoutGraphStatesAndLimits(t *testing.T) {
 func TestGraphTemplateEscapes(t *testing.T) {
 	p := &pages{h: &handler{opts: Options{Now: time.Now}}, tmpl: map[string]*template.Template{}, static: map[string]staticFile{}}
 	p.loadStatic()
-	p.parseTemplates()
+	tw, err := p.template("workflow")
+	if err != nil {
+		t.Fatal(err)
+	}
 	name, queue, kind := `<script>alert(1)</script>`, `q"><img src=x onerror=alert(2)>`, `k&<b>'`
 	s := step(name, "dead_letter", 7)
 	s.Queue, s.Kind, s.Error = queue, kind, "</title><script>alert(3)</script>"
 	child := step(`"><svg onload=alert(4)>`, "waiting", 0, name)
 	g := layoutGraph([]*app.WorkflowStep{s, child}, []string{name})
 	var buf bytes.Buffer
-	if err := p.tmpl["workflow"].ExecuteTemplate(&buf, "graph", g); err != nil {
+	if err := tw.ExecuteTemplate(&buf, "graph", g); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
