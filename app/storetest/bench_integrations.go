@@ -46,33 +46,7 @@ func BenchIntegrations(b *testing.B, open func(b testing.TB, opts app.StoreOptio
 				}
 				st := open(b, app.StoreOptions{Webhooks: cfg.WebhookRules})
 				fillIntegrations(b, st, b.N+run.workers*run.limit, mode == "callback")
-				var done atomic.Int64
-				var wg sync.WaitGroup
-				b.ResetTimer()
-				for w := range run.workers {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for done.Load() < int64(b.N) {
-							jobs, err := st.Claim(b.Context(), app.ClaimRequest{Queue: "integ", WorkerID: fmt.Sprint("w", w), Limit: run.limit})
-							if err != nil || len(jobs) == 0 {
-								b.Errorf("claim: %d jobs, %v", len(jobs), err)
-								return
-							}
-							items := make([]app.Completion, len(jobs))
-							for i, j := range jobs {
-								items[i] = app.Completion{ID: j.ID, Lease: j.Lease}
-							}
-							if _, err := st.Complete(b.Context(), items); err != nil {
-								b.Error(err)
-								return
-							}
-							done.Add(int64(len(jobs)))
-						}
-					}()
-				}
-				wg.Wait()
-				b.ReportMetric(float64(done.Load())/b.Elapsed().Seconds(), "jobs/s")
+				claimComplete(b, st, "integ", run.workers, run.limit)
 				if mode != "none" {
 					b.StopTimer()
 					if n, err := st.List(b.Context(), app.JobFilter{Queue: app.WebhookQueue, Limit: 1}); err != nil || len(n) == 0 {

@@ -71,33 +71,7 @@ func BenchKeys(b *testing.B, open func(b testing.TB, opts app.StoreOptions) app.
 		// cycle: workers claim up to 100 jobs and complete them in one call.
 		b.Run(fmt.Sprintf("cycle/%s/queued=%d", v.name, queued), func(b *testing.B) {
 			ready(b)
-			var done atomic.Int64
-			var wg sync.WaitGroup
-			b.ResetTimer()
-			for w := range workers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for done.Load() < int64(b.N) {
-						jobs, err := st.Claim(b.Context(), app.ClaimRequest{Queue: "keys", WorkerID: fmt.Sprint("w", w), Limit: 100})
-						if err != nil || len(jobs) == 0 {
-							b.Errorf("claim: %d jobs, %v", len(jobs), err)
-							return
-						}
-						items := make([]app.Completion, len(jobs))
-						for i, j := range jobs {
-							items[i] = app.Completion{ID: j.ID, Lease: j.Lease}
-						}
-						if _, err := st.Complete(b.Context(), items); err != nil {
-							b.Error(err)
-							return
-						}
-						done.Add(int64(len(jobs)))
-					}
-				}()
-			}
-			wg.Wait()
-			b.ReportMetric(float64(done.Load())/b.Elapsed().Seconds(), "jobs/s")
+			claimComplete(b, st, "keys", workers, 100)
 		})
 	}
 }
@@ -266,4 +240,38 @@ func BenchSubmitKeyed(b *testing.B, open func(b testing.TB, opts app.StoreOption
 			})
 		}
 	}
+}
+
+// claimComplete has workers claim up to limit jobs of queue at a time and
+// complete them in one call until b.N jobs are done, and reports jobs/s:
+// the cycle of `queue work`, shared by the benchmarks that fill a queue
+// their own way first.
+func claimComplete(b *testing.B, st app.Store, queue string, workers, limit int) {
+	var done atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for done.Load() < int64(b.N) {
+				jobs, err := st.Claim(b.Context(), app.ClaimRequest{Queue: queue, WorkerID: fmt.Sprint("w", w), Limit: limit})
+				if err != nil || len(jobs) == 0 {
+					b.Errorf("claim: %d jobs, %v", len(jobs), err)
+					return
+				}
+				items := make([]app.Completion, len(jobs))
+				for i, j := range jobs {
+					items[i] = app.Completion{ID: j.ID, Lease: j.Lease}
+				}
+				if _, err := st.Complete(b.Context(), items); err != nil {
+					b.Error(err)
+					return
+				}
+				done.Add(int64(len(jobs)))
+			}
+		}()
+	}
+	wg.Wait()
+	b.ReportMetric(float64(done.Load())/b.Elapsed().Seconds(), "jobs/s")
 }
