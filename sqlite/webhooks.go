@@ -3,9 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
 )
 
 // callbacks is what the writer knows of callback_urls: whether a job
@@ -40,29 +39,22 @@ func (w *wtx) Callbacks(ids []int64) (map[int64]string, error) {
 	if len(ids) == 0 || !w.s.callbacks {
 		return nil, nil
 	}
-	var b strings.Builder
-	b.WriteByte('[')
-	for i, id := range ids {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.FormatInt(id, 10))
-	}
-	b.WriteByte(']')
+	list, _ := json.Marshal(ids) // one statement for any number of ids (json_each), not one per count
 	rows, err := w.query(`SELECT id, callback_url FROM jobs WHERE id IN (SELECT value FROM json_each(?1)) AND callback_url IS NOT NULL
-		UNION ALL SELECT id, callback_url FROM dead_letter_jobs WHERE id IN (SELECT value FROM json_each(?1)) AND callback_url IS NOT NULL`, b.String())
+		UNION ALL SELECT id, callback_url FROM dead_letter_jobs WHERE id IN (SELECT value FROM json_each(?1)) AND callback_url IS NOT NULL`, string(list))
+	found, err := collect(rows, err, func(sc scanner) (c callback, err error) { return c, sc.Scan(&c.id, &c.url) })
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	out := map[int64]string{}
-	for rows.Next() {
-		var id int64
-		var u string
-		if err := rows.Scan(&id, &u); err != nil {
-			return nil, err
-		}
-		out[id] = u
+	out := make(map[int64]string, len(found))
+	for _, c := range found {
+		out[c.id] = c.url
 	}
-	return out, rows.Err()
+	return out, nil
+}
+
+// callback is one job's callback_url, as Callbacks reads it.
+type callback struct {
+	id  int64
+	url string
 }
