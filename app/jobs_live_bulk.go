@@ -19,6 +19,7 @@ const (
 	LiveRetry      = "retry"      // queued jobs waiting for a retry or their run_at run now
 	LiveReschedule = "reschedule" // queued jobs get a new run_at
 	LivePrioritize = "prioritize" // queued jobs get a new priority
+	LiveDelete     = "delete"     // finished jobs (done, cancelled) are removed
 )
 
 // LiveActions lists the live bulk actions.

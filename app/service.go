@@ -212,6 +212,13 @@ type ListInput struct {
 	Key                      string // the flow-control key of the jobs
 	// JobQuery: payload fields, error text and time ranges (jobs_live.go).
 	JobQuery
+	// KindPrefix matches the kinds that start with it (the UI's search).
+	KindPrefix string
+	// Order is "" (by id, newest first unless Asc) or "run_at" (by run
+	// time, then id: the order scheduled and retrying jobs run in).
+	Order string
+	// Count asks for the total the filter matches (JobPage.Total).
+	Count  bool
 	Limit  int
 	Cursor string
 	Asc    bool
@@ -221,6 +228,8 @@ type ListInput struct {
 type JobPage struct {
 	Jobs       []*Job `json:"jobs"`
 	NextCursor string `json:"next_cursor"`
+	// Total is how many jobs the filter matches, when asked (count=true).
+	Total *int `json:"total,omitempty"`
 }
 
 // List returns one page of jobs, newest first unless in.Asc. Status may be

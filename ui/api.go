@@ -172,6 +172,8 @@ func (h *handler) routes(e *echo.Echo) {
 	h.settingsRoutes(api)
 	h.liveJobRoutes(api)
 	h.chartRoutes(api)
+	// The UI's search suggestions (issue 28).
+	h.suggestRoutes(api)
 	// Integrations (issue 27), one file each.
 	h.webhookRoutes(api)
 	h.openapiRoutes(api)

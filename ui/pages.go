@@ -112,6 +112,8 @@ func newPages(h *handler, e *echo.Echo) *pages {
 	p.webhookPages(e, page, mw)
 	p.liveJobPages(e, page, mw)
 	p.chartPages(e, page, mw)
+	// The operations console (issue 28).
+	p.auditPages(e, page, mw)
 	page("/login", p.loginForm)
 	e.POST("/login", p.login, mw...)
 	e.POST("/logout", p.logout, mw...)
