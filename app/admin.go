@@ -12,6 +12,8 @@ import (
 // DeadListInput is the query of GET /api/dlq.
 type DeadListInput struct {
 	Queue, Kind, Tag, Reason string
+	// KindPrefix matches the kinds that start with it.
+	KindPrefix string
 	// MovedAfter and MovedBefore, if set, bound the time of the move;
 	// Replayed, if set, keeps rows replayed at least once (true) or never.
 	MovedAfter, MovedBefore *time.Time
@@ -28,12 +30,17 @@ type DeadPage struct {
 }
 
 func (in *DeadListInput) filter() (DeadFilter, error) {
-	f := DeadFilter{Queue: in.Queue, Kind: in.Kind, Tag: in.Tag, Reason: in.Reason, Replayed: in.Replayed, Asc: in.Asc, Limit: in.Limit}
+	f := DeadFilter{Queue: in.Queue, Kind: in.Kind, KindPrefix: in.KindPrefix, Tag: in.Tag, Reason: in.Reason, Replayed: in.Replayed, Asc: in.Asc, Limit: in.Limit}
 	if in.MovedAfter != nil {
 		f.MovedSince = in.MovedAfter.UTC()
 	}
 	if in.MovedBefore != nil {
 		f.OlderThan = in.MovedBefore.UTC()
+	}
+	if f.KindPrefix != "" {
+		if err := ValidateKind(f.KindPrefix); err != nil {
+			return f, Invalid("kind_prefix", "kind_prefix %v", err)
+		}
 	}
 	return f, validateFilter(f.Queue, f.Kind, f.Tag, f.Reason)
 }

@@ -3,8 +3,25 @@ package app
 import (
 	"cmp"
 	"slices"
+	"strings"
 	"time"
 )
+
+// Listing orders and statuses beside the stored ones (JobFilter).
+const (
+	// OrderRunAt lists jobs by run_at, then id: the order scheduled and
+	// retrying jobs run in.
+	OrderRunAt = "run_at"
+	// StatusRetrying is a listing's status for queued jobs whose last
+	// attempt failed (attempts > 0), due or waiting out their backoff.
+	StatusRetrying = "retrying"
+)
+
+// PrefixEnd is the exclusive upper bound of the strings that start with
+// prefix, compared byte for byte: prefix followed by U+10FFFF, the largest
+// code point, whose UTF-8 no other character's exceeds. (A string going on
+// with U+10FFFF itself would fall outside; kinds are ASCII.)
+func PrefixEnd(prefix string) string { return prefix + "\U0010FFFF" }
 
 // Cond is one condition of a filter, the form in which a filter's meaning
 // is written once: the SQL stores render it as SQL, the memory store
@@ -29,8 +46,14 @@ const (
 	OpGe  Op = ">="
 	OpIn  Op = "in"  // the field equals one of the values
 	OpHas Op = "has" // the field (a list: tags) holds the value
-	// The key operators compare a dead-letter row's place in the listing,
-	// (moved_to_dead_letter_at, id), with a *DeadKey.
+	// OpPrefix: the field (a string) starts with the value, byte for byte
+	// (no wildcards). The SQL stores render it as a range, field >= value
+	// AND field < value+U+10FFFF (PrefixEnd), which an index can serve.
+	OpPrefix Op = "prefix"
+	// The key operators compare a row's place in a listing by a time and
+	// then id, (Field, id), with a *DeadKey (its MovedAt holds the time of
+	// Field): a dead-letter row's (moved_to_dead_letter_at, id), a job's
+	// (run_at, id) in the run_at order.
 	OpKeyLt Op = "key<"
 	OpKeyLe Op = "key<="
 	OpKeyGt Op = "key>"
@@ -39,15 +62,34 @@ const (
 // Conds is f as conditions on jobs at time now (what "queued" and
 // "scheduled" mean depends on it). Limit and order are not conditions.
 func (f JobFilter) Conds(now time.Time) []Cond {
-	c := common(f.IDs, f.Queue, f.Kind, f.Tag, f.MaxID, f.AfterID, f.Asc)
+	after := f.AfterID
+	if f.Order == OrderRunAt {
+		after = 0 // the listing continues after (run_at, id): below
+	}
+	c := common(f.IDs, f.Queue, f.Kind, f.Tag, f.MaxID, after, f.Asc)
+	if f.Order == OrderRunAt && f.AfterID > 0 {
+		op := OpKeyLt
+		if f.Asc {
+			op = OpKeyGt
+		}
+		c = append(c, Cond{"run_at", op, &DeadKey{MovedAt: f.AfterRunAt, ID: f.AfterID}})
+	}
+	if f.KindPrefix != "" {
+		c = append(c, Cond{"kind", OpPrefix, f.KindPrefix})
+	}
 	switch f.Status {
 	case "":
 	case "queued":
 		c = append(c, Cond{"status", OpEq, string(StatusQueued)}, Cond{"run_at", OpLe, now})
 	case "scheduled":
 		c = append(c, Cond{"status", OpEq, string(StatusQueued)}, Cond{"run_at", OpGt, now})
+	case StatusRetrying: // due or waiting out its backoff alike
+		c = append(c, Cond{"status", OpEq, string(StatusQueued)}, Cond{"attempts", OpGt, int64(0)})
 	default:
 		c = append(c, Cond{"status", OpEq, f.Status})
+	}
+	if f.Retried && f.Status != StatusRetrying {
+		c = append(c, Cond{"attempts", OpGt, int64(0)})
 	}
 	if len(f.StatusIn) > 0 {
 		in := make([]string, len(f.StatusIn))
@@ -77,6 +119,9 @@ func (f JobFilter) Conds(now time.Time) []Cond {
 // Conds is f as conditions on dead-letter rows.
 func (f DeadFilter) Conds() []Cond {
 	c := common(f.IDs, f.Queue, f.Kind, f.Tag, f.MaxID, f.AfterID, f.Asc)
+	if f.KindPrefix != "" {
+		c = append(c, Cond{"kind", OpPrefix, f.KindPrefix})
+	}
 	if f.Reason != "" {
 		c = append(c, Cond{"dead_letter_reason", OpEq, f.Reason})
 	}
@@ -160,6 +205,8 @@ func (c Cond) holds(v any, field func(string) any) bool {
 		return false
 	case OpHas:
 		return slices.Contains(v.([]string), c.Value.(string))
+	case OpPrefix:
+		return strings.HasPrefix(v.(string), c.Value.(string))
 	case OpPayload, OpContains:
 		return c.holdsLive(v)
 	}

@@ -215,7 +215,9 @@ func eligible(action string, f JobFilter) (JobFilter, bool) {
 	case LiveCancel:
 		f.StatusIn = []Status{StatusQueued, StatusProcessing}
 	case LiveRetry: // queued, waiting for its run_at (a retry's backoff, a schedule)
-		if f.Status != "" && f.Status != "scheduled" {
+		if f.Status == StatusRetrying { // those of them still backing off
+			f.Retried = true
+		} else if f.Status != "" && f.Status != "scheduled" {
 			return f, false
 		}
 		f.Status = "scheduled"

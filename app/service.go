@@ -232,8 +232,10 @@ type JobPage struct {
 	Total *int `json:"total,omitempty"`
 }
 
-// List returns one page of jobs, newest first unless in.Asc. Status may be
-// one of the four, "scheduled", or "dead_letter" (rows of the DLQ).
+// List returns one page of jobs, newest first unless in.Asc; with Order
+// "run_at", by run_at then id (ascending if in.Asc). Status may be one of
+// the four, "scheduled", "retrying", or "dead_letter" (rows of the DLQ).
+// With in.Count, page.Total is how many jobs the filter matches.
 func (s *Service) List(ctx context.Context, in ListInput) (*JobPage, error) {
 	f, err := in.filter(s.Clock.Now())
 	if err != nil {
@@ -244,7 +246,8 @@ func (s *Service) List(ctx context.Context, in ListInput) (*JobPage, error) {
 		if !in.JobQuery.IsZero() {
 			return nil, Invalid("status", "the dead-letter rows are not filtered by payload, error or times here; use GET /api/dlq, or leave out status dead_letter")
 		}
-		dp, err := s.ListDead(ctx, DeadListInput{Queue: f.Queue, Kind: f.Kind, Tag: f.Tag, Limit: f.Limit, Cursor: in.Cursor, Asc: in.Asc})
+		dl := DeadListInput{Queue: f.Queue, Kind: f.Kind, KindPrefix: f.KindPrefix, Tag: f.Tag, Limit: f.Limit, Cursor: in.Cursor, Asc: in.Asc}
+		dp, err := s.ListDead(ctx, dl)
 		if err != nil {
 			return nil, err
 		}
@@ -252,6 +255,14 @@ func (s *Service) List(ctx context.Context, in ListInput) (*JobPage, error) {
 			page.Jobs = append(page.Jobs, d.AsJob())
 		}
 		page.NextCursor = dp.NextCursor
+		if in.Count {
+			df, _ := dl.filter()
+			n, err := s.Store.CountDead(ctx, df)
+			if err != nil {
+				return nil, err
+			}
+			page.Total = &n
+		}
 		return page, nil
 	} else if page.Jobs, err = s.Store.List(ctx, f); err != nil {
 		return nil, err
@@ -259,15 +270,24 @@ func (s *Service) List(ctx context.Context, in ListInput) (*JobPage, error) {
 	if page.Jobs == nil {
 		page.Jobs = []*Job{}
 	}
-	if len(page.Jobs) == f.Limit {
-		page.NextCursor = EncodeCursor(page.Jobs[len(page.Jobs)-1].ID, f.Asc)
+	if last := len(page.Jobs) - 1; last+1 == f.Limit && f.Order == OrderRunAt {
+		page.NextCursor = EncodeRunCursor(page.Jobs[last].RunAt, page.Jobs[last].ID, f.Asc)
+	} else if last+1 == f.Limit {
+		page.NextCursor = EncodeCursor(page.Jobs[last].ID, f.Asc)
+	}
+	if in.Count {
+		n, err := s.Store.CountJobs(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		page.Total = &n
 	}
 	return page, nil
 }
 
 func (in ListInput) filter(now time.Time) (JobFilter, error) {
 	f := JobFilter{Queue: in.Queue, Kind: in.Kind, Tag: in.Tag, Status: in.Status, ReplayedFrom: in.ReplayedFrom,
-		Workflow: in.Workflow, Key: in.Key, Asc: in.Asc, Limit: in.Limit}
+		Workflow: in.Workflow, Key: in.Key, KindPrefix: in.KindPrefix, Order: in.Order, Asc: in.Asc, Limit: in.Limit}
 	if len(f.Key) > MaxKeyLength {
 		return f, Invalid("key", "key is %d bytes; at most %d", len(f.Key), MaxKeyLength)
 	}
@@ -287,13 +307,27 @@ func (in ListInput) filter(now time.Time) (JobFilter, error) {
 			return f, Invalid("kind", "kind %v", err)
 		}
 	}
+	if f.KindPrefix != "" {
+		if err := ValidateKind(f.KindPrefix); err != nil { // the start of a kind is a kind's characters
+			return f, Invalid("kind_prefix", "kind_prefix %v", err)
+		}
+	}
 	if err := ValidateTag(f.Tag); err != nil {
 		return f, err
 	}
 	switch f.Status {
-	case "", "queued", "scheduled", "processing", "done", "cancelled", "dead_letter":
+	case "", "queued", "scheduled", StatusRetrying, "processing", "done", "cancelled", "dead_letter":
 	default:
-		return f, Invalid("status", "status %q is not one of queued, scheduled, processing, done, cancelled, dead_letter", clip(f.Status))
+		return f, Invalid("status", "status %q is not one of queued, scheduled, retrying, processing, done, cancelled, dead_letter", clip(f.Status))
+	}
+	switch f.Order {
+	case "":
+	case OrderRunAt:
+		if f.Status == string(StatusDeadLetter) {
+			return f, Invalid("sort", "the dead-letter rows are listed by the time of their move; leave out sort=run_at or status dead_letter")
+		}
+	default:
+		return f, Invalid("sort", "sort %q is not one of id (the default), run_at", clip(f.Order))
 	}
 	switch {
 	case f.Workflow < 0:
@@ -311,7 +345,11 @@ func (in ListInput) filter(now time.Time) (JobFilter, error) {
 	if f.Limit < 1 || f.Limit > 1000 {
 		return f, Invalid("limit", "limit must be between 1 and 1000")
 	}
-	if in.Cursor != "" && f.Status != string(StatusDeadLetter) { // the DLQ's cursor is its own (ListDead)
+	if in.Cursor != "" && f.Order == OrderRunAt {
+		if f.AfterRunAt, f.AfterID, f.Asc, err = DecodeRunCursor(in.Cursor); err != nil {
+			return f, err
+		}
+	} else if in.Cursor != "" && f.Status != string(StatusDeadLetter) { // the DLQ's cursor is its own (ListDead)
 		id, asc, err := DecodeCursor(in.Cursor)
 		if err != nil {
 			return f, err
@@ -346,6 +384,37 @@ func DecodeCursor(c string) (int64, bool, error) {
 		return 0, false, bad
 	}
 	return id, b[0] == 'a', nil
+}
+
+// EncodeRunCursor makes the opaque next_cursor of a listing in run_at
+// order: the last job's run_at (in milliseconds, as stored) and id.
+func EncodeRunCursor(runAt time.Time, id int64, asc bool) string {
+	dir := "rd"
+	if asc {
+		dir = "ra"
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(dir + strconv.FormatInt(runAt.UnixMilli(), 10) + "." + strconv.FormatInt(id, 10)))
+}
+
+// DecodeRunCursor reads a cursor made by EncodeRunCursor; anything else
+// (an id order's cursor too) is an *InvalidError, so a cursor can never
+// reach SQL as text.
+func DecodeRunCursor(c string) (time.Time, int64, bool, error) {
+	bad := Invalid("cursor", "cursor is not one this server made for sort=run_at; start again without it")
+	if len(c) > 64 {
+		return time.Time{}, 0, false, bad
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || len(b) < 5 || b[0] != 'r' || (b[1] != 'a' && b[1] != 'd') {
+		return time.Time{}, 0, false, bad
+	}
+	at, id, ok := strings.Cut(string(b[2:]), ".")
+	ms, err1 := strconv.ParseInt(at, 10, 64)
+	n, err2 := strconv.ParseInt(id, 10, 64)
+	if !ok || err1 != nil || err2 != nil || n <= 0 {
+		return time.Time{}, 0, false, bad
+	}
+	return time.UnixMilli(ms).UTC(), n, b[1] == 'a', nil
 }
 
 // ClaimInput is the body of POST /api/queues/{queue}/claim.

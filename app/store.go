@@ -398,7 +398,19 @@ type JobFilter struct {
 	Queue  string
 	Kind   string
 	Tag    string
-	Status string // one of the four, or "scheduled" (queued, run_at later than now), or "queued" (claimable now)
+	Status string // one of the four, or "scheduled" (queued, run_at later than now), "queued" (claimable now) or "retrying" (queued after a failed attempt)
+	// Retried, if set, matches only jobs with an attempt behind them
+	// (attempts > 0): with status scheduled, the retrying jobs that wait
+	// out their backoff.
+	Retried bool
+	// KindPrefix, if set, matches the kinds that start with it (byte for
+	// byte: % and _ are plain characters).
+	KindPrefix string
+	// Order is "" (by id) or OrderRunAt (by run_at, then id).
+	Order string
+	// AfterRunAt is, with OrderRunAt and AfterID, the run_at of the job a
+	// listing continues after.
+	AfterRunAt time.Time
 	// StatusIn, if set, matches jobs in any of these stored statuses.
 	StatusIn []Status
 	// AfterID continues a listing after this id (in the listing's order).
@@ -433,6 +445,8 @@ type DeadFilter struct {
 	IDs    []int64
 	Queue  string
 	Kind   string
+	// KindPrefix, if set, matches the kinds that start with it.
+	KindPrefix string
 	Tag    string
 	Reason string
 	// OlderThan, if not zero, matches rows moved before it; MovedSince,

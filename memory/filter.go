@@ -9,9 +9,13 @@ import (
 )
 
 // selectJobs returns the stored jobs (not copies) matching f at now, in id
-// order, at most f.Limit (def if not positive).
+// order (or f.Order's), at most f.Limit (def if not positive).
 func (s *Store) selectJobs(f app.JobFilter, now time.Time, def int) []*app.Job {
-	return pick(s.jobs, f.Conds(now), jobFields, func(a, b *app.Job) int { return cmp.Compare(a.ID, b.ID) }, f.Asc, f.Limit, def)
+	order := func(a, b *app.Job) int { return cmp.Compare(a.ID, b.ID) }
+	if f.Order == app.OrderRunAt {
+		order = func(a, b *app.Job) int { return cmp.Or(a.RunAt.Compare(b.RunAt), cmp.Compare(a.ID, b.ID)) }
+	}
+	return pick(s.jobs, f.Conds(now), jobFields, order, f.Asc, f.Limit, def)
 }
 
 // selectDead is selectJobs for dead-letter rows.
@@ -52,6 +56,8 @@ func jobFields(j *app.Job) func(string) any {
 			return string(j.Status)
 		case "run_at":
 			return j.RunAt
+		case "attempts":
+			return int64(j.Attempts)
 		case "started_at": // never: long ago
 			if j.StartedAt == nil {
 				return time.Time{}

@@ -179,11 +179,19 @@ func (s *Store) Lookup(ctx context.Context, id int64) (job *app.Job, dead *app.D
 // List implements app.Store.
 func (s *Store) List(ctx context.Context, f app.JobFilter) ([]*app.Job, error) {
 	w := jobWhere(f, s.now())
-	out, err := readRows(ctx, s, scanJob, `SELECT `+jobCols+` FROM jobs`+w.String()+sqlq.Page(f.Asc, f.Limit, 50, "id"), w.args...)
+	out, err := readRows(ctx, s, scanJob, `SELECT `+jobCols+` FROM jobs`+w.String()+listOrder(f), w.args...)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
 	return out, nil
+}
+
+// listOrder is the ORDER BY and LIMIT of a listing of f.
+func listOrder(f app.JobFilter) string {
+	if f.Order == app.OrderRunAt {
+		return sqlq.Page(f.Asc, f.Limit, 50, "run_at", "id")
+	}
+	return sqlq.Page(f.Asc, f.Limit, 50, "id")
 }
 
 // CountJobs implements app.Store.

@@ -230,6 +230,8 @@ func conds(cs []app.Cond) *where {
 			w.cond(c.Field + " = ANY(" + w.add(v) + ")")
 		case app.OpHas:
 			w.cond(w.add(v) + " = ANY(" + c.Field + ")")
+		case app.OpPrefix: // byte order whatever the database's collation, as jobs_kind is built; no LIKE, so % and _ are plain
+			w.cond(c.Field + ` COLLATE "C" >= ` + w.add(v) + " AND " + c.Field + ` COLLATE "C" < ` + w.add(app.PrefixEnd(v.(string))))
 		case app.OpPayload:
 			payloadCond(w, c.Value.(app.PayloadMatch))
 		case app.OpContains:

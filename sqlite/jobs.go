@@ -194,12 +194,20 @@ func (s *Store) Lookup(ctx context.Context, id int64) (job *app.Job, dead *app.D
 // List implements app.Store.
 func (s *Store) List(ctx context.Context, f app.JobFilter) ([]*app.Job, error) {
 	w := jobWhere(f, s.clock.Now())
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs`+w.String()+sqlq.Page(f.Asc, f.Limit, 50, "id"), w.args...)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs`+w.String()+listOrder(f), w.args...)
 	out, err := collect(rows, err, scanJob)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", mapErr(err))
 	}
 	return out, nil
+}
+
+// listOrder is the ORDER BY and LIMIT of a listing of f.
+func listOrder(f app.JobFilter) string {
+	if f.Order == app.OrderRunAt {
+		return sqlq.Page(f.Asc, f.Limit, 50, "run_at", "id")
+	}
+	return sqlq.Page(f.Asc, f.Limit, 50, "id")
 }
 
 // CountJobs implements app.Store.

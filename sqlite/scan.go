@@ -254,6 +254,8 @@ func conds(table string, cs []app.Cond) *where {
 			w.add(c.Field+" IN ("+strings.TrimSuffix(strings.Repeat("?,", len(args)), ",")+")", args...)
 		case app.OpHas:
 			w.add("EXISTS (SELECT 1 FROM json_each("+table+"."+c.Field+") WHERE json_each.value = ?)", c.Value)
+		case app.OpPrefix: // a range an index on the field serves; no LIKE, so % and _ are plain
+			w.add(c.Field+" >= ? AND "+c.Field+" < ?", c.Value, app.PrefixEnd(c.Value.(string)))
 		case app.OpPayload:
 			payloadCond(w, table, c.Value.(app.PayloadMatch))
 		case app.OpContains:
