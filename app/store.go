@@ -442,13 +442,13 @@ func (f JobFilter) Empty() bool { return f.Queue == "" && f.Kind == "" && f.Tag 
 
 // DeadFilter selects dead-letter rows. Zero fields match everything.
 type DeadFilter struct {
-	IDs    []int64
-	Queue  string
-	Kind   string
+	IDs   []int64
+	Queue string
+	Kind  string
 	// KindPrefix, if set, matches the kinds that start with it.
 	KindPrefix string
-	Tag    string
-	Reason string
+	Tag        string
+	Reason     string
 	// OlderThan, if not zero, matches rows moved before it; MovedSince,
 	// rows moved at it or later.
 	OlderThan, MovedSince time.Time
