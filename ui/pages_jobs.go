@@ -124,44 +124,83 @@ func mergeQueues(stats []app.QueueStats, infos []app.QueueInfo) []queueRow {
 type jobsView struct {
 	base
 	Filter app.ListInput
+	// KindText is the kind field as typed: the kind, or a prefix and "*".
+	KindText string
 	// MoveURL is the confirm page of moving the jobs matching the filter to
 	// the DLQ, when the filter names a queue, kind or tag; ClearReplayed
 	// drops the replayed_from filter.
 	MoveURL       string
 	ClearReplayed string
 	Order         string
-	QueueNames    []string
-	Statuses      []string
-	Jobs          []*app.Job
-	Error         string
-	NextURL       string
-	FirstURL      string
-	SortURL       string
+	// RunOrder: the list is in run order (soonest first), as the scheduled
+	// and retrying views are; the order choice does not apply.
+	RunOrder   bool
+	QueueNames []string
+	Statuses   []statusChoice
+	Jobs       []*app.Job
+	// Total is how many jobs the filter matches, when the store counted
+	// (Counted).
+	Total    int
+	Counted  bool
+	Error    string
+	NextURL  string
+	FirstURL string
+	SortURL  string
+	// Here is this list's URL, where the confirm page of ticked rows
+	// comes back to.
+	Here string
 	// PayloadText is the payload filter as the form's field holds it;
 	// LiveLinks the bulk actions on the filter's jobs (pages_jobs_live.go).
 	PayloadText  string
 	TimeFiltered bool
 	LiveLinks    []formField
+	// Kinds and Tags are the suggestions of the kind and tag fields
+	// (a <datalist>: no script needed).
+	Kinds, Tags []string
 }
 
-var jobStatuses = []string{"queued", "scheduled", "processing", "done", "cancelled", "dead_letter"}
+// statusChoice is one choice of the status filter.
+type statusChoice struct{ Value, Label string }
 
-// jobs is GET /jobs: the filtered, keyset-paginated job list.
+// jobStatuses are the status filter's choices. "queued" are the jobs due
+// now; "scheduled" and "retrying" wait for their run_at ("retrying" takes
+// every queued job with a failed attempt, due or not).
+var jobStatuses = []statusChoice{{"queued", "queued (due)"}, {"scheduled", "scheduled"}, {"retrying", "retrying (after a failed attempt)"},
+	{"processing", "processing"}, {"done", "done"}, {"cancelled", "cancelled"}, {"dead_letter", "dead letter"}}
+
+// runOrdered are the statuses whose list is in run order, soonest first.
+func runOrdered(status string) bool { return status == "scheduled" || status == "retrying" }
+
+// suggestLimit is how many kinds or tags a filter field suggests.
+const suggestLimit = 100
+
+// jobs is GET /jobs: the filtered, keyset-paginated job list, with the
+// total it matches. A kind ending in "*" matches the kinds starting with
+// the rest; the scheduled and retrying views are in run order.
 func (p *pages) jobs(c echo.Context) error {
 	ctx := c.Request().Context()
 	v := jobsView{base: p.base(c, "Jobs", "jobs"), Statuses: jobStatuses}
+	v.Refresh = 5
 	in, err := pageListInput(c)
-	v.Filter, v.PayloadText, v.LiveLinks = in, payloadText(in.JobQuery), liveBulkLinks(in)
+	v.Filter, v.KindText, v.PayloadText, v.LiveLinks = in, kindParam(in), payloadText(in.JobQuery), liveBulkLinks(in)
 	v.TimeFiltered = in.CreatedAfter+in.CreatedBefore+in.RunAfter+in.RunBefore+in.FinishedAfter+in.FinishedBefore != ""
 	v.Order = "desc"
 	if in.Asc {
 		v.Order = "asc"
 	}
+	list := in
+	if v.RunOrder = runOrdered(in.Status); v.RunOrder {
+		list.Order, list.Asc, v.Order = "run_at", true, "desc"
+	}
+	list.Count = true
 	status := http.StatusOK
 	if err == nil {
 		var page *app.JobPage
-		if page, err = p.svc.List(ctx, in); err == nil {
+		if page, err = p.svc.List(ctx, list); err == nil {
 			v.Jobs = page.Jobs
+			if page.Total != nil {
+				v.Total, v.Counted = *page.Total, true
+			}
 			if page.NextCursor != "" {
 				v.NextURL = p.jobsURL(in, v.Order, page.NextCursor)
 			}
@@ -183,17 +222,40 @@ func (p *pages) jobs(c echo.Context) error {
 		flip = "desc"
 	}
 	v.SortURL = p.jobsURL(in, flip, "")
+	v.Here = p.jobsURL(in, v.Order, in.Cursor)
 	if in.ReplayedFrom != 0 {
 		noFrom := in
 		noFrom.ReplayedFrom = 0
 		v.ClearReplayed = p.jobsURL(noFrom, v.Order, "")
-	} else if mf := (moveFilter{in.Queue, in.Kind, in.Tag}); !mf.empty() && in.Key == "" && (in.Status == "" || in.Status == "queued" || in.Status == "scheduled") {
+	} else if mf := (moveFilter{in.Queue, in.Kind, in.Tag}); !mf.empty() && in.Key == "" && in.KindPrefix == "" &&
+		(in.Status == "" || in.Status == "queued" || in.Status == "scheduled") {
 		v.MoveURL = link("/dlq/confirm", append([]string{"op", opMove}, mf.pairs()...)...)
 	}
 	if v.QueueNames, err = p.queueNames(ctx, in.Queue); err != nil {
 		return err
 	}
+	v.Kinds, v.Tags = p.suggest(ctx, "kind"), p.suggest(ctx, "tag")
 	return p.render(c, status, "jobs", v)
+}
+
+// suggest lists values of field for a filter's <datalist>. The list is a
+// help, not the page: if it cannot be read the page goes without it.
+func (p *pages) suggest(ctx context.Context, field string) []string {
+	vals, err := p.svc.Suggest(ctx, field, "", suggestLimit)
+	if err != nil {
+		p.log.Warn().Err(err).Str("field", field).Msg("jobs page: no suggestions")
+		return nil
+	}
+	return vals
+}
+
+// kindParam is the kind filter as the page's field and links hold it: the
+// kind, or the prefix followed by "*".
+func kindParam(in app.ListInput) string {
+	if in.KindPrefix != "" {
+		return in.KindPrefix + "*"
+	}
+	return in.Kind
 }
 
 func (p *pages) jobsURL(in app.ListInput, order, cursor string) string {
@@ -208,8 +270,34 @@ func (p *pages) jobsURL(in app.ListInput, order, cursor string) string {
 	if in.ReplayedFrom != 0 {
 		from = strconv.FormatInt(in.ReplayedFrom, 10)
 	}
-	return link("/jobs", append([]string{"queue", in.Queue, "kind", in.Kind, "status", in.Status, "tag", in.Tag, "key", in.Key, "replayed_from", from,
+	return link("/jobs", append([]string{"queue", in.Queue, "kind", kindParam(in), "status", in.Status, "tag", in.Tag, "key", in.Key, "replayed_from", from,
 		"order", order, "limit", limit, "cursor", cursor}, livePairs(in.JobQuery)...)...)
+}
+
+// jumpToJob is GET /jobs/go?id=N (the jobs page's "Go to job #" form):
+// to the job's page, or its dead-letter row's; anything else goes back
+// to the list with a message.
+func (p *pages) jumpToJob(c echo.Context) error {
+	raw := strings.TrimSpace(c.QueryParam("id"))
+	digits := strings.TrimSpace(strings.TrimPrefix(raw, "#"))
+	if digits == "" {
+		return p.done(c, "/jobs", flash{Kind: "error", Text: "Type a job id to go to it, as 1234 or #1234."})
+	}
+	id, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || id <= 0 {
+		return p.done(c, "/jobs", flash{Kind: "error", Text: fmt.Sprintf("%q is not a job id: type its number, as 1234 or #1234.", app.TruncateString(raw, 40))})
+	}
+	job, err := p.svc.Get(c.Request().Context(), id, 0, false)
+	if errors.Is(err, app.ErrNotFound) {
+		return p.done(c, "/jobs", flash{Kind: "error", Text: fmt.Sprintf("There is no job #%d: it was never made, or was deleted or removed by retention.", id)})
+	}
+	if err != nil {
+		return p.actionErr(c, err, "/jobs")
+	}
+	if job.DeadLetter != nil {
+		return c.Redirect(http.StatusSeeOther, "/dlq/"+strconv.FormatInt(id, 10))
+	}
+	return c.Redirect(http.StatusSeeOther, "/jobs/"+strconv.FormatInt(id, 10))
 }
 
 // queueNames lists the known queues for a filter's choices, with current
@@ -241,7 +329,11 @@ type jobView struct {
 	Errors    []attemptView
 	Dead      *app.DeadLetterInfo
 	LastError jsonBlock
-	CanCancel bool
+	// Actions are the job's actions that apply to it now (retry now, run
+	// now, cancel, delete), each a link to the jobs' confirm page.
+	Actions []jobAction
+	// StatusNote says what a waiting job waits for.
+	StatusNote string
 	// CanMove: a queued, scheduled or cancelled job may move to the DLQ.
 	CanMove bool
 	From    string // "jobs" or "dlq": where the replay form returns to
@@ -257,6 +349,51 @@ type jobView struct {
 	QueueNames   []string
 	// Live is the progress bar and the attempts' log (pages_progress.go).
 	Live *liveView
+}
+
+// jobAction is one of a job page's action links.
+type jobAction struct {
+	Label, URL string
+	Danger     bool
+}
+
+// jobActions are the actions that apply to job j at now, as links to the
+// confirm page (GET /jobs/confirm, one id), which comes back to the job:
+// retry now (queued after a failed attempt, waiting out its backoff), run
+// now (scheduled, no failed attempt), cancel (queued, or processing with no
+// cancel requested yet) and delete (done or cancelled).
+func jobActions(j *app.Job, now time.Time) []jobAction {
+	id := strconv.FormatInt(j.ID, 10)
+	confirm := func(op string) string { return link("/jobs/confirm", "op", op, "id", id, "back", "/jobs/"+id) }
+	var out []jobAction
+	switch {
+	case j.Scheduled(now) && j.Attempts > 0:
+		out = append(out, jobAction{Label: "Retry now…", URL: confirm(app.LiveRetry)})
+	case j.Scheduled(now):
+		out = append(out, jobAction{Label: "Run now…", URL: confirm(opRunNow)})
+	}
+	switch {
+	case j.Status == app.StatusQueued:
+		out = append(out, jobAction{Label: "Cancel…", URL: confirm(app.LiveCancel), Danger: true})
+	case j.Status == app.StatusProcessing && !j.CancelRequested:
+		out = append(out, jobAction{Label: "Request cancel…", URL: confirm(app.LiveCancel), Danger: true})
+	case j.Status == app.StatusDone || j.Status == app.StatusCancelled:
+		out = append(out, jobAction{Label: "Delete…", URL: confirm(app.LiveDelete), Danger: true})
+	}
+	return out
+}
+
+// statusNote says when a waiting job runs: a retry's backoff or a
+// schedule, with the time as text.
+func statusNote(j *app.Job, status string, now time.Time) string {
+	when := absTime(j.RunAt) + " (" + relTime(now, j.RunAt) + ")"
+	switch status {
+	case "retrying":
+		return fmt.Sprintf("Attempt %d of %d failed; the job waits out its backoff and runs again at %s.", j.Attempts, j.MaxAttempts, when)
+	case "scheduled":
+		return "Scheduled: the job runs at " + when + "."
+	}
+	return ""
 }
 
 // maxPayloadEdit is the largest payload (indented) the replay form offers
@@ -291,11 +428,13 @@ func (p *pages) renderJob(c echo.Context, job *app.Job, from string) error {
 	}
 	v := jobView{base: p.base(c, title, from), Job: job, Status: jobStatus(job, p.h.opts.Now()),
 		Payload: jsonBlockOf(job.Payload), Result: jsonBlockOf(job.Result), Dead: job.DeadLetter, From: from,
-		CanCancel: job.Status == app.StatusQueued || (job.Status == app.StatusProcessing && !job.CancelRequested),
-		CanMove:   job.Status == app.StatusQueued || job.Status == app.StatusCancelled}
+		CanMove: job.Status == app.StatusQueued || job.Status == app.StatusCancelled}
 	for _, e := range job.Errors {
 		v.Errors = append(v.Errors, attemptView{AttemptError: e, Text: textBlock(e.Error)})
 	}
+	now := p.h.opts.Now()
+	v.Actions, v.StatusNote = jobActions(job, now), statusNote(job, v.Status, now)
+	v.Refresh = 5
 	var err error
 	if v.Live, err = p.jobLive(ctx, c, job); err != nil {
 		return err

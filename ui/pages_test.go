@@ -43,7 +43,7 @@ func TestPagesRender(t *testing.T) {
 				{"/jobs?queue=emails&status=scheduled", []string{fmt.Sprintf(`href="/jobs/%d"`, env.ids.Scheduled), "badge-scheduled"}},
 				{"/jobs?status=dead_letter", []string{fmt.Sprintf(`href="/jobs/%d"`, env.ids.Dead[0])}},
 				{"/jobs?order=asc", []string{"Oldest first</option>", "Created ▲"}},
-				{fmt.Sprintf("/jobs/%d", env.ids.Queued), []string{"Cancel job", "Timeline", "job.submitted", "vip"}},
+				{fmt.Sprintf("/jobs/%d", env.ids.Queued), []string{"Cancel…", fmt.Sprintf(`href="/jobs/confirm?back=%%2Fjobs%%2F%d&amp;id=%d&amp;op=cancel"`, env.ids.Queued, env.ids.Queued), "Timeline", "job.submitted", "vip"}},
 				{fmt.Sprintf("/jobs/%d", env.ids.Done), []string{"s3://reports/daily.csv", "job.succeeded"}},
 				{fmt.Sprintf("/jobs/%d", env.ids.Dead[0]), []string{"Dead letter", "max_attempts", "Replay now", "card_declined", "<details class=\"fold\">"}},
 				{"/dlq", []string{"<h1>Dead letters</h1>", "<b>5</b> rows match", `name="id"`, "Purge all…"}},
@@ -179,7 +179,7 @@ func TestPagesCSRF(t *testing.T) {
 func TestPagesCancelProcessing(t *testing.T) {
 	env := newUIEnv(t, ui.Options{}, false)
 	u := newUIClient(t, env.URL)
-	u.get(fmt.Sprintf("/jobs/%d", env.ids.Processing))
+	u.get("/queues") // a CSRF token: the job page has no form of its own now (its cancel goes through the confirm page)
 	a := u.follow(u.post(fmt.Sprintf("/jobs/%d/cancel", env.ids.Processing), nil))
 	wantBody(t, "cancel processing", a, "Cancel requested", "cancel requested")
 	j, _ := env.svc.Get(t.Context(), env.ids.Processing, 0, false)

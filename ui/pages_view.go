@@ -14,12 +14,13 @@ import (
 )
 
 // funcs are the template functions of every page. Times are shown
-// relative to the page's clock ("3 min ago"), with the exact UTC time in a
-// title attribute (see the "time" template in partials.html).
+// absolute (UTC) with how long ago or from now beside them, relative to
+// the page's clock (see the "time" template in partials.html).
 func (p *pages) funcs() template.FuncMap {
 	return template.FuncMap{
 		"rel":       func(t any) string { return relTime(p.h.opts.Now(), asTime(t)) },
 		"utc":       func(t any) string { return asTime(t).UTC().Format("2006-01-02 15:04:05.000 UTC") },
+		"abs":       func(t any) string { return absTime(asTime(t)) },
 		"iso":       func(t any) string { return app.FormatTime(asTime(t)) },
 		"hasTime":   func(t any) bool { return !asTime(t).IsZero() },
 		"num":       num,
@@ -79,7 +80,11 @@ func asTime(v any) time.Time {
 	return time.Time{}
 }
 
-// relTime says how long ago (or from now) t is, coarsely, as a person would.
+// relTime says how long ago (or from now) t is, as a person would, in
+// its two largest units rounded at the smaller one (not floored: 1 h 58 min
+// 40 s is "in 1 h 59 min", never "in 1 h"): "just now", "40 s ago",
+// "in 12 min", "1 h 58 min ago", "in 3 d 4 h". Pages show it beside the
+// absolute time (the "time" template), so it never has to carry a date.
 func relTime(now, t time.Time) string {
 	if t.IsZero() {
 		return "never"
@@ -90,24 +95,40 @@ func relTime(now, t time.Time) string {
 		d = -d
 	}
 	var s string
+	secs := int64(math.Round(d.Seconds()))
+	mins := int64(math.Round(d.Minutes()))
+	hours := int64(math.Round(d.Hours()))
 	switch {
-	case d < 2*time.Second:
+	case secs < 2:
 		return "just now"
-	case d < time.Minute:
-		s = fmt.Sprintf("%d s", int(d.Seconds()))
-	case d < time.Hour:
-		s = fmt.Sprintf("%d min", int(d.Minutes()))
-	case d < 48*time.Hour:
-		s = fmt.Sprintf("%d h", int(d.Hours()))
-	case d < 90*24*time.Hour:
-		s = fmt.Sprintf("%d days", int(d.Hours()/24))
+	case secs < 60:
+		s = fmt.Sprintf("%d s", secs)
+	case mins < 60:
+		s = fmt.Sprintf("%d min", mins)
+	case mins < 24*60:
+		s = twoUnits(mins/60, "h", mins%60, "min")
 	default:
-		return t.UTC().Format("2 Jan 2006")
+		s = twoUnits(hours/24, "d", hours%24, "h")
 	}
 	if future {
 		return "in " + s
 	}
 	return s + " ago"
+}
+
+// twoUnits writes "3 d 4 h", or "3 d" when the smaller unit is zero.
+func twoUnits(big int64, bigUnit string, small int64, smallUnit string) string {
+	if small == 0 {
+		return fmt.Sprintf("%d %s", big, bigUnit)
+	}
+	return fmt.Sprintf("%d %s %d %s", big, bigUnit, small, smallUnit)
+}
+
+// absTime is the absolute time pages show beside the relative one, in
+// UTC to the second: "2026-12-02 05:10:03 UTC" (app.js may rewrite it to
+// the browser's zone when the user asks for that).
+func absTime(t time.Time) string {
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
 }
 
 // num writes an integer with thousands separators: 1,234,567.
@@ -185,9 +206,15 @@ func pct(a, b int64) int64 {
 }
 
 // jobStatus is the status a person sees: queued jobs waiting for a later
-// run_at are "scheduled".
+// run_at are "scheduled", or "retrying" when an attempt of theirs failed
+// (they wait out its backoff). Once due, both are "queued" again: a worker
+// may claim them. (The listing's status=retrying also takes the due ones:
+// every queued job with a failed attempt.)
 func jobStatus(j *app.Job, now time.Time) string {
 	if j.Scheduled(now) {
+		if j.Attempts > 0 {
+			return "retrying"
+		}
 		return "scheduled"
 	}
 	return string(j.Status)
@@ -246,9 +273,43 @@ func jsonBlockOf(raw json.RawMessage) jsonBlock {
 	text := string(raw)
 	var buf bytes.Buffer
 	if json.Indent(&buf, raw, "", "  ") == nil {
-		text = buf.String()
+		text = string(unescapeHTML(buf.Bytes()))
 	}
 	return textBlock(text)
+}
+
+// unescapeHTML turns the escapes \u003c, \u003e and \u0026 of valid JSON
+// back into <, > and &. Go's encoder writes them for <, > and & in
+// strings (json.Marshal escapes HTML), so a result stored through it read
+// "\u003cb\u003e" where its payload read "<b>"; the page shows both as the
+// characters, html/template escaping them (an escaped backslash, \\u003c,
+// is left alone: it is text, not an escape).
+func unescapeHTML(b []byte) []byte {
+	if !bytes.Contains(b, []byte(`\u00`)) {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			out = append(out, b[i])
+			continue
+		}
+		if b[i+1] == 'u' && i+6 <= len(b) {
+			switch strings.ToLower(string(b[i+2 : i+6])) {
+			case "003c":
+				out, i = append(out, '<'), i+5
+				continue
+			case "003e":
+				out, i = append(out, '>'), i+5
+				continue
+			case "0026":
+				out, i = append(out, '&'), i+5
+				continue
+			}
+		}
+		out, i = append(out, b[i], b[i+1]), i+1 // any other escape, whole
+	}
+	return out
 }
 
 func textBlock(text string) jsonBlock {
@@ -278,7 +339,7 @@ func compactJSON(raw json.RawMessage) string {
 	if json.Compact(&buf, raw) != nil {
 		return string(raw)
 	}
-	return buf.String()
+	return string(unescapeHTML(buf.Bytes()))
 }
 
 // chart is the dashboard's throughput picture: one stacked bar per minute

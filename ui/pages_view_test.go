@@ -12,16 +12,54 @@ import (
 func TestRelTime(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	for d, want := range map[time.Duration]string{
-		0:                     "just now",
-		-30 * time.Second:     "30 s ago",
-		-3 * time.Minute:      "3 min ago",
-		-5 * time.Hour:        "5 h ago",
-		-72 * time.Hour:       "3 days ago",
-		10 * time.Minute:      "in 10 min",
-		-400 * 24 * time.Hour: "25 Jan 2025",
+		0:                                      "just now",
+		-1400 * time.Millisecond:               "just now",
+		-30 * time.Second:                      "30 s ago",
+		40 * time.Second:                       "in 40 s",
+		-59*time.Second - 600*time.Millisecond: "1 min ago", // rounds up into minutes
+		-3 * time.Minute:                       "3 min ago",
+		-3*time.Minute - 40*time.Second:        "4 min ago", // rounded, not floored
+		-59*time.Minute - 40*time.Second:       "1 h ago",
+		time.Hour + 58*time.Minute:             "in 1 h 58 min", // the issue's example: not "in 1 h"
+		time.Hour + 58*time.Minute + 40*time.Second: "in 1 h 59 min",
+		-5 * time.Hour: "5 h ago",
+		-23*time.Hour - 59*time.Minute - 50*time.Second: "1 d ago",
+		-72 * time.Hour:               "3 d ago",
+		76*time.Hour + 10*time.Minute: "in 3 d 4 h",
+		76*time.Hour + 40*time.Minute: "in 3 d 5 h",
+		10 * time.Minute:              "in 10 min",
+		-400 * 24 * time.Hour:         "400 d ago",
 	} {
 		if got := relTime(now, now.Add(d)); got != want {
 			t.Errorf("relTime(now%+v) = %q, want %q", d, got, want)
+		}
+	}
+	if got := relTime(now, time.Time{}); got != "never" {
+		t.Errorf("relTime(zero) = %q", got)
+	}
+	if got := absTime(time.Date(2026, 12, 2, 6, 10, 3, 123e6, time.FixedZone("CET", 3600))); got != "2026-12-02 05:10:03 UTC" {
+		t.Errorf("absTime = %q, want UTC to the second", got)
+	}
+}
+
+func TestJobStatus(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		status   app.Status
+		attempts int
+		runAt    time.Duration
+		want     string
+	}{
+		{app.StatusQueued, 0, 0, "queued"},
+		{app.StatusQueued, 0, time.Hour, "scheduled"},
+		{app.StatusQueued, 1, time.Hour, "retrying"},       // waiting out its backoff
+		{app.StatusQueued, 2, -time.Second, "queued"},      // its retry is due
+		{app.StatusProcessing, 1, time.Hour, "processing"}, // run_at is no longer a wait
+		{app.StatusDone, 1, 0, "done"},
+	} {
+		j := &app.Job{Status: tc.status, Attempts: tc.attempts, RunAt: now.Add(tc.runAt)}
+		if got := jobStatus(j, now); got != tc.want {
+			t.Errorf("jobStatus(%s, attempts %d, run_at now%+v) = %q, want %q", tc.status, tc.attempts, tc.runAt, got, tc.want)
 		}
 	}
 }
@@ -91,6 +129,16 @@ func TestJSONBlock(t *testing.T) {
 	}
 	if b := jsonBlockOf(json.RawMessage(`not json`)); b.Text != "not json" {
 		t.Errorf("invalid JSON shown as %q", b.Text)
+	}
+	// Go's encoder writes <, > and & in strings as \u003c, \u003e and
+	// \u0026: shown as the characters (the template escapes them); an
+	// escaped backslash before "u003c" is text and stays.
+	esc := json.RawMessage(`{"html":"\u003cb\u003eHi\u003C/b\u003E \u0026 \\u003c","n":"\u00e9\n"}`)
+	if b := jsonBlockOf(esc); b.Text != "{\n  \"html\": \"<b>Hi</b> & \\\\u003c\",\n  \"n\": \"\\u00e9\\n\"\n}" {
+		t.Errorf("escaped HTML in JSON shown as %q", b.Text)
+	}
+	if got := compactJSON(json.RawMessage(`{"a": "\u003ci\u003e"}`)); got != `{"a":"<i>"}` {
+		t.Errorf("compactJSON = %q", got)
 	}
 }
 
