@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -71,24 +72,48 @@ func (p *pages) setPaused(c echo.Context, paused bool) error {
 	return p.done(c, "/queues", flash{Text: text})
 }
 
-// drainConfirm is GET /queues/drain?queue=: how many queued jobs a drain
-// would cancel, and the button that does it.
+// drainConfirm is GET /queues/drain?queue=: how many waiting jobs (queued
+// and scheduled: the drain cancels both) a drain would cancel, split as
+// the queues page counts them, and the button that does it.
 func (p *pages) drainConfirm(c echo.Context) error {
+	ctx := c.Request().Context()
 	q := c.QueryParam("queue")
-	res, err := p.svc.Drain(c.Request().Context(), q, true, actor(c))
+	res, err := p.svc.Drain(ctx, q, true, actor(c))
 	if err != nil {
 		return p.actionErr(c, err, "/queues")
 	}
 	if res.Count == 0 {
-		return p.done(c, "/queues", flash{Kind: "error", Text: fmt.Sprintf("Queue %s has no queued jobs to drain.", q)})
+		return p.done(c, "/queues", flash{Kind: "error", Text: fmt.Sprintf("Queue %s has no waiting jobs (queued or scheduled) to drain.", q)})
+	}
+	split, err := p.waitingSplit(ctx, q, res.Count)
+	if err != nil {
+		return err
 	}
 	v := confirmView{base: p.base(c, "Confirm drain", "queues"), Action: "/queues/drain", Back: "/queues",
 		Count: res.Count, Jobs: res.Jobs, More: res.Count - len(res.Jobs), Danger: true,
-		Heading: fmt.Sprintf("Drain queue %s: cancel %s?", q, plural(res.Count, "queued job", "queued jobs")),
-		Text:    "Every queued job of the queue is cancelled (reason “drained”); running jobs finish. This cannot be undone.",
-		Button:  "Cancel " + plural(res.Count, "job", "jobs"),
-		Fields:  []formField{{"queue", q}}}
+		Heading: fmt.Sprintf("Drain queue %s: cancel %s%s?", q, plural(res.Count, "waiting job", "waiting jobs"), split),
+		Text: "Every job of the queue that waits to run is cancelled (reason “drained”): queued ones, due now, and scheduled ones, " +
+			"due later (retries waiting out their backoff among them). Running jobs finish. This cannot be undone.",
+		Button: "Cancel " + plural(res.Count, "job", "jobs"),
+		Fields: []formField{{"queue", q}}}
 	return p.render(c, http.StatusOK, "confirm", v)
+}
+
+// waitingSplit is " (33 queued, 18 scheduled)": how the queue's stats (the
+// numbers of the queues page) split the count of its waiting jobs, or
+// " (queued or scheduled)" when the stats, read a moment apart, do not add
+// up to it.
+func (p *pages) waitingSplit(ctx context.Context, q string, count int) (string, error) {
+	st, err := p.svc.Stats(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, s := range st.Queues {
+		if s.Queue == q && s.Queued+s.Scheduled == int64(count) {
+			return fmt.Sprintf(" (%s queued, %s scheduled)", num(s.Queued), num(s.Scheduled)), nil
+		}
+	}
+	return " (queued or scheduled)", nil
 }
 
 // drain is POST /queues/drain (field queue).
@@ -98,7 +123,7 @@ func (p *pages) drain(c echo.Context) error {
 	if err != nil {
 		return p.actionErr(c, err, "/queues")
 	}
-	return p.done(c, "/queues", flash{Text: fmt.Sprintf("Queue %s drained: %s cancelled.", q, plural(res.Count, "queued job", "queued jobs"))})
+	return p.done(c, "/queues", flash{Text: fmt.Sprintf("Queue %s drained: %s cancelled (queued or scheduled).", q, plural(res.Count, "waiting job", "waiting jobs"))})
 }
 
 // keysView is the data of keys.html.
