@@ -87,7 +87,17 @@ type JobStore interface {
 	Complete(ctx context.Context, items []Completion) ([]error, error)
 	// CountJobs counts jobs matching f (cursor fields ignored).
 	CountJobs(ctx context.Context, f JobFilter) (int, error)
+	// Values returns up to limit distinct values of field, "kind" or
+	// "tag", that start with prefix (byte for byte), in byte order: the
+	// kinds of every job (an index walk, one step per value), the tags of
+	// the newest MaxTagScan jobs (tags have no index: the scan is bounded).
+	Values(ctx context.Context, field, prefix string, limit int) ([]string, error)
 }
+
+// MaxTagScan is how many of the newest jobs Values reads for tags, so a
+// suggestion stays cheap on a table of millions: a tag only older jobs
+// carry is not suggested.
+const MaxTagScan = 10_000
 
 // DeadLetterStore reads and acts on the dead-letter queue.
 type DeadLetterStore interface {

@@ -18,6 +18,7 @@ func init() {
 	extraCases["ListByRunAtPages"] = testListByRunAtPages
 	extraCases["ListKindPrefix"] = testListKindPrefix
 	extraCases["ListCountsTotal"] = testListCountsTotal
+	extraCases["SuggestValues"] = testSuggestValues
 }
 
 // listIDs is the ids List finds with f (ascending, up to 1000), after
@@ -221,5 +222,65 @@ func testListCountsTotal(e *env) {
 	page, err = svc.List(e.ctx, app.ListInput{Status: "dead_letter", Queue: "ctd", Limit: 1, Count: true})
 	if err != nil || page.Total == nil || *page.Total != 2 || len(page.Jobs) != 1 {
 		e.t.Fatalf("dead-letter count: %+v, %v; want 1 row of 2", page, err)
+	}
+}
+
+func testSuggestValues(e *env) {
+	for _, k := range []string{"email.send", "email.send", "email.bounce", "sms.send", "a%b", "a_b", "axb", "emailx"} {
+		e.submitOne("sg.one", k, withTags("vip", "vip.gold"))
+	}
+	e.submitOne("sg.two", "email.send", withTags("bulk", "a%z"))
+	e.complete(e.claimOne("sg.two"), `1`) // a finished job's kind and tags count too
+	e.submitOne("other", "zzz", withTags("a_z"))
+	values := func(field, prefix string, limit int) []string {
+		e.t.Helper()
+		v, err := e.s.Values(e.ctx, field, prefix, limit)
+		if err != nil {
+			e.t.Fatalf("Values(%s, %q, %d): %v", field, prefix, limit, err)
+		}
+		return v
+	}
+	for _, c := range []struct {
+		field, prefix string
+		limit         int
+		want          []string
+	}{
+		{"kind", "email.", 20, []string{"email.bounce", "email.send"}},
+		{"kind", "email", 20, []string{"email.bounce", "email.send", "emailx"}},
+		{"kind", "", 20, []string{"a%b", "a_b", "axb", "email.bounce", "email.send", "emailx", "sms.send", "zzz"}},
+		{"kind", "", 3, []string{"a%b", "a_b", "axb"}},
+		{"kind", "a%", 20, []string{"a%b"}},
+		{"kind", "a_", 20, []string{"a_b"}},
+		{"kind", "nothing", 20, nil},
+		{"tag", "vip", 20, []string{"vip", "vip.gold"}},
+		{"tag", "", 20, []string{"a%z", "a_z", "bulk", "vip", "vip.gold"}},
+		{"tag", "a_", 20, []string{"a_z"}},
+		{"tag", "", 1, []string{"a%z"}},
+	} {
+		if got := values(c.field, c.prefix, c.limit); !slices.Equal(got, c.want) {
+			e.t.Errorf("Values(%s, %q, %d) = %q, want %q", c.field, c.prefix, c.limit, got, c.want)
+		}
+	}
+	svc := e.service(nil)
+	if got, err := svc.Suggest(e.ctx, "queue", "sg.", 0); err != nil || !slices.Equal(got, []string{"sg.one", "sg.two"}) {
+		e.t.Errorf("Suggest(queue, sg.) = %q, %v", got, err)
+	}
+	if got, err := svc.Suggest(e.ctx, "kind", "sms", 0); err != nil || !slices.Equal(got, []string{"sms.send"}) {
+		e.t.Errorf("Suggest(kind, sms) = %q, %v", got, err)
+	}
+	if got, err := svc.Suggest(e.ctx, "tag", "none", 0); err != nil || got == nil || len(got) != 0 {
+		e.t.Errorf("Suggest(tag, none) = %#v, %v; want an empty list", got, err)
+	}
+	var inv *app.InvalidError
+	for _, c := range []struct {
+		field, prefix string
+		limit         int
+		bad           string
+	}{
+		{"payload", "", 0, "field"}, {"kind", "a%", 0, "prefix"}, {"kind", "", 101, "limit"}, {"tag", "", -1, "limit"},
+	} {
+		if _, err := svc.Suggest(e.ctx, c.field, c.prefix, c.limit); !errors.As(err, &inv) || inv.Field != c.bad {
+			e.t.Errorf("Suggest(%q, %q, %d): %v, want invalid %s", c.field, c.prefix, c.limit, err, c.bad)
+		}
 	}
 }
