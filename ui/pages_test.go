@@ -1,12 +1,18 @@
 package ui_test
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/queuehq/queue/app"
 	"github.com/queuehq/queue/ui"
@@ -285,7 +291,8 @@ func TestPagesQueues(t *testing.T) {
 		t.Fatal("emails has no queued jobs to drain")
 	}
 	a = u.follow(u.post("/queues/drain", url.Values{"queue": {"emails"}}))
-	wantBody(t, "drain", a, fmt.Sprintf("Queue emails drained: %s cancelled", plural(n)))
+	// n counts the scheduled jobs too (the store's status is queued for both): the flash says so.
+	wantBody(t, "drain", a, fmt.Sprintf("Queue emails drained: %s cancelled (queued or scheduled).", plural(n)))
 	if n, _ := env.svc.Store.CountJobs(ctx, app.JobFilter{Queue: "emails", StatusIn: []app.Status{app.StatusQueued}}); n != 0 {
 		t.Fatalf("after drain: %d queued", n)
 	}
@@ -293,9 +300,9 @@ func TestPagesQueues(t *testing.T) {
 
 func plural(n int) string {
 	if n == 1 {
-		return "1 queued job"
+		return "1 waiting job"
 	}
-	return fmt.Sprintf("%d queued jobs", n)
+	return fmt.Sprintf("%s waiting jobs", thousands(int64(n)))
 }
 
 func TestPagesPagination(t *testing.T) {
@@ -443,4 +450,383 @@ func TestPagesHeadAndPlainHTTPWarning(t *testing.T) {
 	if a.body != "" || a.header.Get("Content-Security-Policy") == "" {
 		t.Errorf("HEAD /: body %d bytes, CSP %q", len(a.body), a.header.Get("Content-Security-Policy"))
 	}
+}
+
+// retryingJobs makes n jobs of queue that failed once and wait out a
+// backoff: queued, attempts 1, run_at in the future (the ith one after
+// backoffs[i]).
+func retryingJobs(t *testing.T, env *uiEnv, queue string, backoffs ...time.Duration) []int64 {
+	t.Helper()
+	var ids []int64
+	for _, b := range backoffs {
+		j := mustSubmit(t, env.svc, app.SubmitInput{Queue: queue, Kind: "flaky.call", Payload: json.RawMessage(`{}`)})[0]
+		c := mustClaim(t, env.svc, queue, 1)
+		if len(c) != 1 || c[0].ID != j.ID {
+			t.Fatalf("claim in %s: %v, want job %d", queue, c, j.ID)
+		}
+		if _, err := env.svc.Fail(t.Context(), j.ID, app.FailInput{Lease: c[0].Lease, Error: "timeout", RetryIn: ptr(app.Duration(b))}); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, j.ID)
+	}
+	return ids
+}
+
+var (
+	bulkFormRE = regexp.MustCompile(`(?s)<form method="post" action="/jobs/bulk">(.*?)</form>`)
+	hiddenRE   = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
+	// timeRE is one time of the "time" template: its absolute text and relative part.
+	timeRE    = regexp.MustCompile(`<time datetime="([^"]+)" data-abs>([^<]*)</time> <span class="rel" data-rel>\(([^)<]*)\)</span>`)
+	anyTimeRE = regexp.MustCompile(`<time\b[^>]*>([^<]*)</time>`)
+	absRE     = regexp.MustCompile(`^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$`)
+)
+
+// confirmForm is what the confirm page's button sends: its hidden fields.
+func confirmForm(t *testing.T, a uiAnswer) url.Values {
+	t.Helper()
+	m := bulkFormRE.FindStringSubmatch(a.body)
+	if m == nil {
+		t.Fatalf("no confirm form on the page: %.600s", a.body)
+	}
+	form := url.Values{}
+	for _, f := range hiddenRE.FindAllStringSubmatch(m[1], -1) {
+		form.Add(html.UnescapeString(f[1]), html.UnescapeString(f[2]))
+	}
+	return form
+}
+
+// actionLink is the href of the job page's action link labelled label.
+func actionLink(t *testing.T, a uiAnswer, label string) string {
+	t.Helper()
+	m := regexp.MustCompile(`<a class="btn [^"]*" href="([^"]+)">` + regexp.QuoteMeta(label) + `</a>`).FindStringSubmatch(a.body)
+	if m == nil {
+		t.Fatalf("the page has no action %q", label)
+	}
+	return html.UnescapeString(m[1])
+}
+
+func jobOf(t *testing.T, env *uiEnv, id int64) *app.Job {
+	t.Helper()
+	j, err := env.svc.Get(t.Context(), id, 0, false)
+	if err != nil {
+		t.Fatalf("job %d: %v", id, err)
+	}
+	return j
+}
+
+// Issue 28, done-when 1 without JavaScript: three failed-and-retrying jobs
+// ticked on the jobs list, "Retry now", a confirm page that says 3, and the
+// three (only they) are due at once and claimable.
+func TestPagesRetryNowTicked(t *testing.T) {
+	env := newUIEnv(t, ui.Options{}, false)
+	u := newUIClient(t, env.URL)
+	ids := retryingJobs(t, env, "flaky", 2*time.Hour, 3*time.Hour, 4*time.Hour)
+	other := retryingJobs(t, env, "flaky", 30*time.Minute)[0] // retrying too, not ticked
+
+	list := "/jobs?queue=flaky&status=retrying"
+	a := u.get(list)
+	wantStatus(t, "retrying view", a, http.StatusOK)
+	wantBody(t, "retrying view", a, "retrying (after a failed attempt)</option>", `value="retrying" selected`, "badge-retrying",
+		"<b>4</b> jobs match", "soonest first", `aria-sort="ascending"`, "data-needs-selection", `name="back" value="/jobs?queue=flaky&amp;status=retrying"`)
+	var order []string
+	for _, m := range jobLinkRE.FindAllStringSubmatch(a.body, -1) {
+		order = append(order, m[1])
+	}
+	if want := []string{fmt.Sprint(other), fmt.Sprint(ids[0]), fmt.Sprint(ids[1]), fmt.Sprint(ids[2])}; strings.Join(order, " ") != strings.Join(want, " ") {
+		t.Errorf("retrying view lists %v, want run order (soonest first) %v", order, want)
+	}
+
+	q := url.Values{"op": {"retry"}, "back": {list}}
+	for _, id := range ids {
+		q.Add("id", fmt.Sprint(id))
+	}
+	a = u.get("/jobs/confirm?" + q.Encode())
+	wantStatus(t, "confirm", a, http.StatusOK)
+	wantBody(t, "confirm", a, "<h1>Retry now 3 jobs?</h1>", ">Retry now 3 jobs</button>", "<b>3</b> counted here", "3 selected jobs")
+	if n := strings.Count(a.body, `<td><a class="mono" href="/jobs/`); n != 3 {
+		t.Errorf("confirm sample: %d rows, want 3", n)
+	}
+	for _, id := range ids {
+		if !jobOf(t, env, id).RunAt.After(env.clock.Now()) {
+			t.Fatalf("the confirm page moved job %d already", id)
+		}
+	}
+	form := confirmForm(t, a)
+	if got := form["id"]; len(got) != 3 || form.Get("bound") == "" || form.Get("op") != "retry" {
+		t.Fatalf("confirm form %v: want the 3 ids, op retry and the bound", form)
+	}
+	a = u.post("/jobs/bulk", form)
+	wantStatus(t, "retry now", a, http.StatusSeeOther)
+	if loc := a.header.Get("Location"); loc != list {
+		t.Errorf("after retry now: to %q, want back to %q", loc, list)
+	}
+	wantBody(t, "after retry now", u.follow(a), "Retried 3 jobs.")
+	now := env.clock.Now()
+	for _, id := range ids {
+		if j := jobOf(t, env, id); j.Status != app.StatusQueued || j.RunAt.After(now) {
+			t.Errorf("job %d after retry now: %s, run_at %s (now %s), want queued and due", id, j.Status, j.RunAt, now)
+		}
+	}
+	if j := jobOf(t, env, other); !j.RunAt.After(now) {
+		t.Errorf("job %d, not ticked, was retried too", other)
+	}
+	var claimed []int64
+	for _, j := range mustClaim(t, env.svc, "flaky", 10) {
+		claimed = append(claimed, j.ID)
+	}
+	slices.Sort(claimed)
+	if !slices.Equal(claimed, ids) {
+		t.Errorf("claimable after retry now: %v, want %v", claimed, ids)
+	}
+	audit, _ := env.svc.Audit(t.Context(), app.AuditFilter{Action: "jobs.retry"})
+	if len(audit) != 1 || audit[0].Count != 3 {
+		t.Errorf("audit: %+v, want one jobs.retry of 3", audit)
+	}
+}
+
+// Each job action from the job page, as plain forms with the CSRF token:
+// only the actions that apply are offered; each goes through the confirm
+// page and back to the job (to the list after a delete).
+func TestPagesJobActions(t *testing.T) {
+	env := newUIEnv(t, ui.Options{}, false)
+	u := newUIClient(t, env.URL)
+	retrying := retryingJobs(t, env, "flaky", time.Hour)[0]
+	page := func(id int64) uiAnswer {
+		t.Helper()
+		a := u.get(fmt.Sprintf("/jobs/%d", id))
+		wantStatus(t, fmt.Sprintf("job %d", id), a, http.StatusOK)
+		return a
+	}
+	labels := []string{"Retry now…", "Run now…", "Cancel…", "Request cancel…", "Delete…"}
+	for id, want := range map[int64][]string{
+		env.ids.Queued:     {"Cancel…"},
+		env.ids.Scheduled:  {"Run now…", "Cancel…"},
+		retrying:           {"Retry now…", "Cancel…"},
+		env.ids.Processing: {"Request cancel…"},
+		env.ids.Done:       {"Delete…"},
+		env.ids.Dead[0]:    nil,
+	} {
+		a := page(id)
+		for _, l := range labels {
+			if got := strings.Contains(a.body, `">`+l+`</a>`); got != slices.Contains(want, l) {
+				t.Errorf("job %d (%s): action %q shown %v, want %v", id, jobOf(t, env, id).Status, l, got, !got)
+			}
+		}
+	}
+	act := func(id int64, label, heading, flashText, wantBack string) {
+		t.Helper()
+		a := u.get(actionLink(t, page(id), label))
+		wantStatus(t, label+" confirm", a, http.StatusOK)
+		wantBody(t, label+" confirm", a, "<h1>"+heading+"</h1>")
+		a = u.post("/jobs/bulk", confirmForm(t, a))
+		wantStatus(t, label, a, http.StatusSeeOther)
+		if loc := a.header.Get("Location"); loc != wantBack {
+			t.Errorf("%s: to %q, want %q", label, loc, wantBack)
+		}
+		wantBody(t, label, u.follow(a), flashText)
+	}
+
+	s := env.ids.Scheduled
+	act(s, "Run now…", fmt.Sprintf("Run now job #%d?", s), fmt.Sprintf("Job #%d is due now: a worker may claim it.", s), fmt.Sprintf("/jobs/%d", s))
+	if j := jobOf(t, env, s); j.Status != app.StatusQueued || j.RunAt.After(env.clock.Now()) {
+		t.Errorf("after run now: %s at %s, want queued and due", j.Status, j.RunAt)
+	}
+	act(retrying, "Retry now…", fmt.Sprintf("Retry now job #%d?", retrying), fmt.Sprintf("Job #%d is due now", retrying), fmt.Sprintf("/jobs/%d", retrying))
+	if j := jobOf(t, env, retrying); j.RunAt.After(env.clock.Now()) {
+		t.Errorf("after retry now: run_at %s", j.RunAt)
+	}
+
+	q := env.ids.Queued
+	act(q, "Cancel…", fmt.Sprintf("Cancel job #%d?", q), fmt.Sprintf("Job #%d cancelled.", q), fmt.Sprintf("/jobs/%d", q))
+	if j := jobOf(t, env, q); j.Status != app.StatusCancelled {
+		t.Errorf("after cancel: %s", j.Status)
+	}
+	p := env.ids.Processing
+	act(p, "Request cancel…", fmt.Sprintf("Cancel job #%d?", p), "Cancel requested", fmt.Sprintf("/jobs/%d", p))
+	if j := jobOf(t, env, p); j.Status != app.StatusProcessing || !j.CancelRequested {
+		t.Errorf("after cancel of a processing job: %s, cancel_requested %v", j.Status, j.CancelRequested)
+	}
+
+	d := env.ids.Done
+	act(d, "Delete…", fmt.Sprintf("Delete job #%d?", d), fmt.Sprintf("Job #%d deleted.", d), "/jobs")
+	if _, err := env.svc.Get(t.Context(), d, 0, false); !errors.Is(err, app.ErrNotFound) {
+		t.Errorf("after delete: Get = %v, want not found", err)
+	}
+	// The cancelled job may go too.
+	act(q, "Delete…", fmt.Sprintf("Delete job #%d?", q), fmt.Sprintf("Job #%d deleted.", q), "/jobs")
+}
+
+// Bad input to the jobs' confirm page and its form: a message on the page
+// it came from, never an error page.
+func TestPagesJobActionsBadInput(t *testing.T) {
+	env := newUIEnv(t, ui.Options{}, false)
+	u := newUIClient(t, env.URL)
+	u.get("/jobs")
+	for _, tc := range []struct{ path, back, want string }{
+		{"/jobs/confirm?op=retry", "/jobs", "Tick at least one job"},
+		{"/jobs/confirm?op=retry&back=" + url.QueryEscape("/jobs?status=retrying"), "/jobs?status=retrying", "Tick at least one job"},
+		{"/jobs/confirm?op=retry&status=retrying", "/jobs?status=retrying", "Tick at least one job"}, // a status only narrows
+		{fmt.Sprintf("/jobs/confirm?op=nope&id=%d", env.ids.Queued), "/jobs", "Pick an action"},
+		{fmt.Sprintf("/jobs/confirm?id=%d", env.ids.Queued), "/jobs", "Pick an action"},
+		{fmt.Sprintf("/jobs/confirm?op=delete&id=%d&back=/jobs/%d", env.ids.Queued, env.ids.Queued), fmt.Sprintf("/jobs/%d", env.ids.Queued),
+			fmt.Sprintf("Delete does not apply to job #%d, which is queued: it acts on finished jobs (done or cancelled).", env.ids.Queued)},
+		{fmt.Sprintf("/jobs/confirm?op=retry&id=%d", env.ids.Done), "/jobs", fmt.Sprintf("Retry now does not apply to job #%d, which is done", env.ids.Done)},
+		{fmt.Sprintf("/jobs/confirm?op=run&id=%d", env.ids.Queued), "/jobs", fmt.Sprintf("Run now does not apply to job #%d, which is queued", env.ids.Queued)},
+		{fmt.Sprintf("/jobs/confirm?op=cancel&id=%d&id=%d", env.ids.Done, env.ids.Dead[0]), "/jobs", "Cancel applies to none of the 2 selected jobs"},
+		{"/jobs/confirm?op=cancel&id=99999999", "/jobs", "Job #99999999 does not exist"},
+		{"/jobs/confirm?op=cancel&id=abc", "/jobs", "not a job id"},
+		{fmt.Sprintf("/jobs/confirm?op=cancel&id=%d&back=//evil.example/x", env.ids.Done), "/jobs", "does not apply"},
+		{fmt.Sprintf("/jobs/confirm?op=cancel&id=%d&back=/queues", env.ids.Done), "/jobs", "does not apply"},
+		{"/jobs/confirm?op=cancel&kind=email.*", "/jobs?kind=email.%2A", "a whole kind, not a prefix"},
+	} {
+		a := u.get(tc.path)
+		wantStatus(t, tc.path, a, http.StatusSeeOther)
+		if loc := a.header.Get("Location"); loc != tc.back {
+			t.Errorf("%s: back to %q, want %q", tc.path, loc, tc.back)
+		}
+		b := u.follow(a)
+		wantStatus(t, tc.path+" (followed)", b, http.StatusOK)
+		wantBody(t, tc.path, b, "flash-error", html.EscapeString(tc.want))
+	}
+	for _, tc := range []struct {
+		form url.Values
+		want string
+	}{
+		{url.Values{"op": {"retry"}}, "Tick at least one job"},
+		{url.Values{"op": {"bogus"}, "id": {fmt.Sprint(env.ids.Queued)}}, "Pick an action"},
+		{url.Values{"op": {"delete"}, "id": {fmt.Sprint(env.ids.Queued)}}, "Nothing changed: Delete does not apply to job"},
+		{url.Values{"op": {"cancel"}, "id": {"0"}}, "not a job id"},
+		{url.Values{"op": {"prioritize"}, "id": {fmt.Sprint(env.ids.Queued)}, "priority": {"high"}}, "whole number"},
+	} {
+		a := u.post("/jobs/bulk", tc.form)
+		wantStatus(t, fmt.Sprint(tc.form), a, http.StatusSeeOther)
+		wantBody(t, fmt.Sprint(tc.form), u.follow(a), "flash-error", html.EscapeString(tc.want))
+	}
+	if j := jobOf(t, env, env.ids.Queued); j.Status != app.StatusQueued {
+		t.Fatalf("after refused actions the queued job is %s", j.Status)
+	}
+	// The action's form without the CSRF token is refused.
+	a := u.do(http.MethodPost, "/jobs/bulk", url.Values{"op": {"cancel"}, "id": {fmt.Sprint(env.ids.Queued)}}, nil)
+	wantStatus(t, "bulk without CSRF", a, http.StatusForbidden)
+	if j := jobOf(t, env, env.ids.Queued); j.Status != app.StatusQueued {
+		t.Fatalf("a post without the token cancelled the job")
+	}
+}
+
+// The jobs list: a total, suggestions, kind prefixes, run order, the
+// live region and "Go to job #".
+func TestPagesJobsList(t *testing.T) {
+	env := newUIEnv(t, ui.Options{}, false)
+	u := newUIClient(t, env.URL)
+	a := u.get("/jobs?queue=emails")
+	wantStatus(t, "jobs", a, http.StatusOK)
+	n, _ := env.svc.Store.CountJobs(t.Context(), app.JobFilter{Queue: "emails"})
+	wantBody(t, "jobs", a, fmt.Sprintf("<b>%s</b> jobs match", thousands(int64(n))), `data-refresh="5"`, `<div data-live id="jobs-list">`,
+		`<datalist id="kind-suggestions"><option value="email.digest"></option><option value="email.welcome"></option>`,
+		`<option value="seed"></option>`, `list="kind-suggestions"`, `list="tag-suggestions"`, `action="/jobs/go"`,
+		`placeholder="any kind; email.* for a prefix"`, `<button class="btn btn-sm btn-danger-ghost" type="submit" name="op" value="delete" data-needs-selection>Delete…</button>`)
+
+	a = u.get("/jobs?kind=" + url.QueryEscape("email.*") + "&limit=20")
+	wantStatus(t, "kind prefix", a, http.StatusOK)
+	wantBody(t, "kind prefix", a, `name="kind" value="email.*"`, "email.welcome", "email.digest", "not a prefix", "kind=email.%2A")
+	for _, other := range []string{"report.build", "webhook.deliver", "invoice.charge"} {
+		if strings.Contains(a.body, other) {
+			t.Errorf("kind email.* lists %s", other)
+		}
+	}
+	if strings.Contains(a.body, "Act on every live job") {
+		t.Error("a kind prefix offers the bulk actions on the filter (they take a whole kind)")
+	}
+
+	a = u.get("/jobs?status=scheduled&limit=1000")
+	wantBody(t, "scheduled view", a, "soonest first", `aria-sort="ascending"`, "badge-scheduled")
+	if strings.Contains(a.body, `name="order"`) {
+		t.Error("the scheduled view offers the id order")
+	}
+
+	for _, tc := range []struct{ id, to, flash string }{
+		{fmt.Sprint(env.ids.Queued), fmt.Sprintf("/jobs/%d", env.ids.Queued), ""},
+		{fmt.Sprintf(" #%d ", env.ids.Done), fmt.Sprintf("/jobs/%d", env.ids.Done), ""},
+		{fmt.Sprint(env.ids.Dead[0]), fmt.Sprintf("/dlq/%d", env.ids.Dead[0]), ""},
+		{"abc", "/jobs", `&#34;abc&#34; is not a job id`},
+		{"-4", "/jobs", "is not a job id"},
+		{"", "/jobs", "Type a job id"},
+		{"99999999", "/jobs", "There is no job #99999999"},
+	} {
+		a := u.get("/jobs/go?id=" + url.QueryEscape(tc.id))
+		wantStatus(t, "go to "+tc.id, a, http.StatusSeeOther)
+		if loc := a.header.Get("Location"); loc != tc.to {
+			t.Errorf("go to %q: to %q, want %q", tc.id, loc, tc.to)
+		}
+		if tc.flash != "" {
+			wantBody(t, "go to "+tc.id, u.follow(a), "flash-error", tc.flash)
+		}
+	}
+}
+
+// The job page: live regions (the job's events only), every time absolute
+// as text beside a rounded relative one, the log's times in UTC, and a
+// result's JSON shown as its payload is (html/template escapes it).
+func TestPagesJobPage(t *testing.T) {
+	env := newUIEnv(t, ui.Options{}, false)
+	u := newUIClient(t, env.URL)
+	id := env.ids.Queued
+	a := u.get(fmt.Sprintf("/jobs/%d", id))
+	wantBody(t, "job page", a, `data-refresh="5"`, fmt.Sprintf(`<div class="page-head" data-live id="job-head" data-events="/api/events?job=%d">`, id),
+		`data-live id="job-details"`, `data-live id="job-result"`, `data-live id="job-errors"`, `data-live id="job-timeline"`)
+	if strings.Count(a.body, "data-events=") != 1 {
+		t.Error("the job page names its event stream more than once")
+	}
+
+	// Every time, on a job's page and a dead letter's, is absolute text.
+	s := mustSubmit(t, env.svc, app.SubmitInput{Queue: "later", Kind: "k", Delay: ptr(app.Duration(time.Hour + 58*time.Minute + 20*time.Second))})[0]
+	for _, path := range []string{fmt.Sprintf("/jobs/%d", s.ID), fmt.Sprintf("/jobs/%d", env.ids.Dead[0]), fmt.Sprintf("/dlq/%d", env.ids.Dead[0]), fmt.Sprintf("/jobs/%d", env.ids.Done)} {
+		a := u.get(path)
+		wantStatus(t, path, a, http.StatusOK)
+		all, full := anyTimeRE.FindAllStringSubmatch(a.body, -1), timeRE.FindAllStringSubmatch(a.body, -1)
+		if len(all) < 4 || len(full) != len(all) {
+			t.Errorf("%s: %d <time> elements, %d of them with their relative part", path, len(all), len(full))
+		}
+		for _, m := range full {
+			at, err := time.Parse(time.RFC3339Nano, m[1])
+			if err != nil || !absRE.MatchString(m[2]) || m[2] != at.UTC().Format("2006-01-02 15:04:05 UTC") {
+				t.Errorf("%s: <time datetime=%q> says %q, want the UTC date-time", path, m[1], m[2])
+			}
+		}
+		if strings.Contains(a.body, "<time") && strings.Contains(a.body, `<time datetime="`) && strings.Contains(a.body, "title=\"20") {
+			t.Errorf("%s: a time is still in a tooltip", path)
+		}
+	}
+	a = u.get(fmt.Sprintf("/jobs/%d", s.ID))
+	wantBody(t, "scheduled job", a, "(in 1 h 58 min)</span>", "Scheduled: the job runs at "+s.RunAt.UTC().Format("2006-01-02 15:04:05 UTC"))
+
+	// A result with HTML in it reads as the payload does.
+	mustSubmit(t, env.svc, app.SubmitInput{Queue: "esc", Kind: "html", Payload: json.RawMessage(`{"html":"<b>bold</b> & <script>x()</script>"}`)})
+	c := mustClaim(t, env.svc, "esc", 1)[0]
+	if err := env.svc.Complete(t.Context(), c.ID, c.Lease, json.RawMessage(`{"html":"<b>bold</b> & <script>x()</script>","path":"C:\\u003cdir"}`)); err != nil {
+		t.Fatal(err)
+	}
+	a = u.get(fmt.Sprintf("/jobs/%d", c.ID))
+	text := `&#34;html&#34;: &#34;&lt;b&gt;bold&lt;/b&gt; &amp; &lt;script&gt;x()&lt;/script&gt;&#34;`
+	if n := strings.Count(a.body, text); n != 2 {
+		t.Errorf("the hostile string reads as text %d times, want twice (payload and result)", n)
+	}
+	if strings.Contains(a.body, `\u003c`+"b") || strings.Contains(a.body, "<b>bold") || strings.Contains(a.body, "<script>x") {
+		t.Error("the result shows escapes, or raw markup reached the page")
+	}
+	wantBody(t, "result", a, `C:\\u003cdir`) // an escaped backslash stays text
+}
+
+// The log's times say UTC, with the date.
+func TestPagesJobLogTimes(t *testing.T) {
+	env := newUIEnv(t, ui.Options{}, false)
+	u := newUIClient(t, env.URL)
+	mustSubmit(t, env.svc, app.SubmitInput{Queue: "logq", Kind: "k"})
+	c := mustClaim(t, env.svc, "logq", 1)[0]
+	if _, err := env.svc.AppendLog(t.Context(), c.ID, c.Lease, app.LogInput{Line: ptr("hello")}); err != nil {
+		t.Fatal(err)
+	}
+	a := u.get(fmt.Sprintf("/jobs/%d", c.ID))
+	wantBody(t, "log", a, fmt.Sprintf("Time (UTC, %s)", env.clock.Now().UTC().Format("2006-01-02")), "hello",
+		`<td class="nowrap mono log-at">`+env.clock.Now().UTC().Format("15:04:05"))
 }
