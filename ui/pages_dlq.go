@@ -238,6 +238,7 @@ func (p *pages) deadList(c echo.Context) error {
 		}
 		v.Stats = newDeadStatsView(st)
 	}
+	v.Refresh = 10
 	return p.render(c, status, "dlq", v)
 }
 
@@ -258,6 +259,8 @@ func (p *pages) deadURL(f deadFilter, order string, limit int, cursor string) st
 type deadStatsView struct {
 	*app.DeadStats
 	Queues, Kinds, Reasons, Days []statItem
+	// OldestAt is when the oldest row moved (zero with none).
+	OldestAt time.Time
 	// MoreQueues and the like count the entries not listed.
 	MoreQueues, MoreKinds, MoreDays int
 }
@@ -274,6 +277,9 @@ const statsShown = 8
 
 func newDeadStatsView(st *app.DeadStats) *deadStatsView {
 	v := &deadStatsView{DeadStats: st}
+	if st.Total > 0 {
+		v.OldestAt = st.At.Add(-time.Duration(st.OldestAge * float64(time.Second))).Truncate(time.Second)
+	}
 	group := func(m map[string]int64, key string) ([]statItem, int) {
 		items := make([]statItem, 0, len(m))
 		for name, n := range m {

@@ -548,3 +548,12 @@ func TestPagesDLQSecondPassRoles(t *testing.T) {
 		}
 	}
 }
+
+// The DLQ's oldest row shows when it moved as a time (absolute, and
+// relative beside it), not only "N ago".
+func TestPagesDLQOldestIsATime(t *testing.T) {
+	env := newUIEnv(t, ui.Options{}, false)
+	a := newUIClient(t, env.URL).get("/dlq")
+	wantStatus(t, "/dlq", a, http.StatusOK)
+	wantBody(t, "/dlq", a, `the oldest moved <span class="when"><time datetime=`, `<dt>Oldest row moved</dt><dd class="big"><span class="when"><time datetime=`)
+}

@@ -124,6 +124,7 @@ func (p *pages) queueSettings(c echo.Context) error {
 	if v.UpdatedBy != nil {
 		out.UpdatedBy = *v.UpdatedBy
 	}
+	out.Refresh = 10 // the values in effect and their sources are live regions; the inputs are not
 	return p.render(c, http.StatusOK, "settings", out)
 }
 
@@ -256,6 +257,7 @@ func (p *pages) periodicEdit(c echo.Context) error {
 		return err
 	}
 	v := periodicView{base: p.base(c, "Edit "+st.Name, "periodic"), Entries: list, Form: formOf(st), Editing: st.Name}
+	v.Refresh = 10 // the list above the form is live; the form is outside its region
 	return p.render(c, http.StatusOK, "periodic", v)
 }
 

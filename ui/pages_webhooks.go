@@ -86,6 +86,7 @@ func (p *pages) webhooks(c echo.Context) error {
 		return err
 	}
 	v := webhooksView{base: p.base(c, "Webhooks", "webhooks"), Subscriptions: subs, Form: newWebhookFields()}
+	v.Refresh = 10
 	return p.render(c, http.StatusOK, "webhooks", v)
 }
 

@@ -40,7 +40,7 @@ func TestWorkersPage(t *testing.T) {
 	a := u.get("/workers")
 	wantStatus(t, "GET /workers", a, http.StatusOK)
 	wantBody(t, "/workers", a, "<h1>Workers</h1>", `href="/workers" aria-current="page"`, "box-2:42-aa", "1,234",
-		"badge-running", "emails=3,reports=1", "email.welcome", "UTC</span>", "Quiet…", "Stop…",
+		"badge-running", "emails=3,reports=1", "email.welcome", "UTC</time>", "Quiet…", "Stop…",
 		`&lt;script&gt;alert(&#34;w&#34;)&lt;/script&gt;`, `&lt;b&gt;v1&lt;/b&gt;`)
 	if strings.Contains(a.body, `<script>alert("w")`) || strings.Contains(a.body, "<b>v1</b>") {
 		t.Fatal("the workers page does not escape a worker's id or version")
