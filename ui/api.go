@@ -403,9 +403,10 @@ func listInput(c echo.Context) (app.ListInput, error) {
 	if err != nil {
 		return app.ListInput{}, err
 	}
-	return app.ListInput{Queue: c.QueryParam("queue"), Kind: c.QueryParam("kind"), Status: c.QueryParam("status"),
+	in := app.ListInput{Queue: c.QueryParam("queue"), Kind: c.QueryParam("kind"), Status: c.QueryParam("status"),
 		Tag: c.QueryParam("tag"), Key: c.QueryParam("key"), ReplayedFrom: int64(from), Workflow: int64(wf), Limit: limit, Cursor: c.QueryParam("cursor"), Asc: asc,
-		JobQuery: app.ParseJobQuery(c.QueryParams())}, nil
+		JobQuery: app.ParseJobQuery(c.QueryParams())}
+	return in, listExtras(c, &in) // kind_prefix, sort, count (api_jobs_list.go)
 }
 
 func (h *handler) getJob(c echo.Context) error {

@@ -19,7 +19,8 @@ import (
 // reads a new parameter adds it here, and to docs/api.md.
 var queryParams = map[string][]string{
 	"GET /api/jobs": {"queue", "kind", "status", "tag", "key", "replayed_from", "workflow", "limit", "cursor", "order",
-		"error", "created_after", "created_before", "run_after", "run_before", "finished_after", "finished_before"},
+		"error", "created_after", "created_before", "run_after", "run_before", "finished_after", "finished_before",
+		"kind_prefix", "sort", "count"},
 	"GET /api/jobs/:id":           {"wait", "events"},
 	"GET /api/jobs/:id/log":       {"attempt", "after", "limit", "follow"},
 	"GET /api/dlq":                {"queue", "kind", "tag", "reason", "moved_after", "moved_before", "replayed", "limit", "cursor", "order"},
@@ -27,6 +28,7 @@ var queryParams = map[string][]string{
 	"GET /api/audit":              {"action", "before", "limit"},
 	"GET /api/workflows":          {"status", "name", "limit", "cursor"},
 	"GET /api/queues/:queue/keys": {"limit"},
+	"GET /api/suggest":            {"field", "prefix", "limit"},
 }
 
 // queryPrefixes are the families of query parameters a route takes beside
@@ -40,7 +42,7 @@ var queryPrefixes = map[string][]string{
 // each recorded action is here.
 var auditActions = []string{
 	"auth.denied", "dlq.move", "dlq.purge", "dlq.replay", "job.cancel",
-	"jobs.cancel", "jobs.prioritize", "jobs.reschedule", "jobs.retry",
+	"jobs.cancel", "jobs.delete", "jobs.prioritize", "jobs.reschedule", "jobs.retry",
 	"periodic.create", "periodic.delete", "periodic.pause", "periodic.resume", "periodic.run", "periodic.update",
 	"queue.drain", "queue.pause", "queue.resume", "queue.settings", "queue.settings.reset", "workflow.cancel",
 	"worker.quiet", "worker.stop",
