@@ -23,12 +23,15 @@ const (
 )
 
 // LiveActions lists the live bulk actions.
-var LiveActions = []string{LiveCancel, LiveRetry, LiveReschedule, LivePrioritize}
+var LiveActions = []string{LiveCancel, LiveRetry, LiveReschedule, LivePrioritize, LiveDelete}
 
 // Events of the live actions (recorded with the job's other events).
 const (
 	EventRescheduled   = "job.rescheduled"   // data: run_at, was
 	EventReprioritized = "job.reprioritized" // data: priority, was
+	// EventDeleted is published (not recorded: the job is gone) when an
+	// operator deletes a finished job, so live pages drop it.
+	EventDeleted = "job.deleted"
 )
 
 // Fault points of the live actions' steps.
@@ -100,8 +103,8 @@ func spreadBatch(start, now time.Time, spacing time.Duration, done int) (time.Ti
 	return at, spacing, int(min(int64(room/spacing)+1, BulkBatch))
 }
 
-// LiveBulkInput is the body of POST /api/jobs/cancel, /retry, /reschedule
-// and /prioritize: the filters of GET /api/jobs (at least ids, a queue,
+// LiveBulkInput is the body of POST /api/jobs/cancel, /retry, /reschedule,
+// /prioritize and /delete: the filters of GET /api/jobs (at least ids, a queue,
 // kind, tag, key, workflow, replayed_from, payload field or error text, or
 // allow_all: status and the time ranges only narrow), and the action's own.
 type LiveBulkInput struct {
@@ -132,7 +135,8 @@ type LiveBulkInput struct {
 // LiveBulkResult answers a live bulk action: how many jobs the filter
 // matched when it started, how many it changed (or, dry, would change),
 // how many it left alone (finished ones; processing ones for retry,
-// reschedule and prioritize; due ones for retry), and for a dry run a
+// reschedule and prioritize; due ones for retry; all but the finished ones
+// for delete), and for a dry run a
 // sample of up to 10 it would change and the bound to confirm with.
 type LiveBulkResult struct {
 	Matched int    `json:"matched"`
@@ -155,9 +159,9 @@ func (in *LiveBulkInput) real() bool {
 // check validates in for action and resolves its filter at now.
 func (in *LiveBulkInput) check(action string, now time.Time) (JobFilter, error) {
 	switch action {
-	case LiveCancel, LiveRetry, LiveReschedule, LivePrioritize:
+	case LiveCancel, LiveRetry, LiveReschedule, LivePrioritize, LiveDelete:
 	default:
-		return JobFilter{}, Invalid("action", "unknown action %q; one of cancel, retry, reschedule, prioritize", clip(action))
+		return JobFilter{}, Invalid("action", "unknown action %q; one of cancel, retry, reschedule, prioritize, delete", clip(action))
 	}
 	if in.Status == string(StatusDeadLetter) {
 		return JobFilter{}, Invalid("status", "dead-letter rows are not live jobs: see POST /api/dlq/replay and /api/dlq/purge")
@@ -221,6 +225,8 @@ func eligible(action string, f JobFilter) (JobFilter, bool) {
 			return f, false
 		}
 		f.Status = "scheduled"
+	case LiveDelete:
+		f.StatusIn = []Status{StatusDone, StatusCancelled}
 	default:
 		f.StatusIn = []Status{StatusQueued}
 	}
@@ -237,7 +243,7 @@ func (in *LiveBulkInput) auditFilter() json.RawMessage {
 }
 
 // BulkLive runs a live bulk action (LiveCancel, LiveRetry, LiveReschedule,
-// LivePrioritize) for actor. It needs a real filter or AllowAll (else
+// LivePrioritize, LiveDelete) for actor. It needs a real filter or AllowAll (else
 // ErrFilterRequired); acts only on jobs that existed when it started (or
 // when the dry run whose bound it carries counted), in transactions of at
 // most BulkBatch jobs so other writers never wait long; and records one
@@ -374,6 +380,8 @@ func liveStep(tx Tx, action string, j *Job, at time.Time, priority *int) error {
 	case LivePrioritize:
 		_, err := Reprioritize(tx, j, *priority)
 		return err
+	case LiveDelete:
+		return DeleteFinished(tx, j)
 	}
 	return Invalid("action", "unknown action %q", clip(action))
 }
@@ -393,6 +401,27 @@ func Reschedule(tx Tx, j *Job, runAt time.Time) (*Job, error) {
 		tx.Wake(j.Queue)
 	}
 	return nj, nil
+}
+
+// DeleteFinished deletes finished job j (done or cancelled, read in tx) as
+// retention does: its row, and with it its log and progress (the SQL
+// stores' triggers; the memory store's log sweep); its recorded events
+// stay until their own retention. A workflow's step keeps its own state,
+// so the workflow's page and API show the step without its job, as after
+// a dead-letter move.
+func DeleteFinished(tx Tx, j *Job) error {
+	if j.Status != StatusDone && j.Status != StatusCancelled {
+		return fmt.Errorf("delete job %d: it is %s, not finished: %w", j.ID, j.Status, ErrIllegalTransition)
+	}
+	if err := tx.DeleteJob(j.ID); err != nil {
+		return fmt.Errorf("delete job %d: %w", j.ID, err)
+	}
+	if err := tx.Fault(FaultDelete, j.ID); err != nil {
+		return err
+	}
+	tx.Moved(j.Queue, j.Status, "", 1)
+	tx.Publish(EventDeleted, j.ID, j.Queue, j.Kind, nil)
+	return nil
 }
 
 // Reprioritize sets queued job j's priority in tx, with its event.

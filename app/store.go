@@ -256,7 +256,7 @@ const (
 	// a cancel, a drain, a TTL expiry.
 	FaultCancel FaultPoint = "cancel.after_update"
 	// FaultDelete follows the DELETE of jobs or dead-letter rows by purge
-	// or retention.
+	// or retention, and of a finished job an operator deletes (LiveDelete).
 	FaultDelete FaultPoint = "delete.after_delete"
 	// FaultKeyRelease follows the UPDATE that releases the held jobs a
 	// key has room for (see SettleKeys).

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"slices"
 	"time"
@@ -19,6 +20,24 @@ func init() {
 	extraCases["ListKindPrefix"] = testListKindPrefix
 	extraCases["ListCountsTotal"] = testListCountsTotal
 	extraCases["SuggestValues"] = testSuggestValues
+	extraCases["LiveBulkDelete"] = testLiveBulkDelete
+	extraCases["LiveDeleteOfAWorkflowStep"] = testLiveDeleteOfAWorkflowStep
+
+	faultCases = append(faultCases,
+		faultCase{"bulk delete of finished jobs, at its second job", app.FaultDelete, 1, func(e *env) func() error {
+			e.submitN(3, "q", "k")
+			for range 2 {
+				e.complete(e.claimOne("q"), `1`)
+			}
+			c := e.claimOne("q")
+			e.appendLog(c, 1000, "a line that goes with its job")
+			e.complete(c, `1`)
+			return func() error {
+				_, err := e.service(nil).BulkLive(e.ctx, app.LiveDelete, app.LiveBulkInput{Queue: "q"}, "tester")
+				return err
+			}
+		}},
+	)
 }
 
 // listIDs is the ids List finds with f (ascending, up to 1000), after
@@ -282,5 +301,126 @@ func testSuggestValues(e *env) {
 		if _, err := svc.Suggest(e.ctx, c.field, c.prefix, c.limit); !errors.As(err, &inv) || inv.Field != c.bad {
 			e.t.Errorf("Suggest(%q, %q, %d): %v, want invalid %s", c.field, c.prefix, c.limit, err, c.bad)
 		}
+	}
+}
+
+// statsOf is queue's counts as Stats gives them (zero if it has none).
+func (e *env) statsOf(queue string) app.QueueStats {
+	e.t.Helper()
+	st, err := e.s.Stats(e.ctx)
+	if err != nil {
+		e.t.Fatalf("Stats: %v", err)
+	}
+	for _, q := range st {
+		if q.Queue == queue {
+			return q
+		}
+	}
+	return app.QueueStats{Queue: queue}
+}
+
+func testLiveBulkDelete(e *env) {
+	svc := e.service(nil)
+	dead := e.deadLetter(e.submitOne("dq", "k"))
+	queued := e.submitOne("dq", "k")
+	later := e.submitOne("dq", "k", withRunAt(e.clock.Now().Add(time.Hour)))
+	finished := e.submitN(4, "dq", "k", withRunAt(e.clock.Now().Add(-time.Minute)))
+	var done []*app.Job
+	for range 2 {
+		done = append(done, e.claimOne("dq"))
+	}
+	e.complete(done[0], `1`)
+	logged := done[1]
+	e.appendLog(logged, 1000, "first", "second")
+	e.complete(logged, `2`)
+	if _, err := app.Cancel(e.ctx, e.s, app.CancelRequest{ID: finished[2].ID}); err != nil {
+		e.t.Fatal(err)
+	}
+	running := e.claimOne("dq") // finished[3]
+	other := e.submitOne("keep", "k")
+	e.complete(e.claimOne("keep"), `1`)
+	gone := []int64{finished[0].ID, finished[1].ID, finished[2].ID}
+
+	before := e.snapshot()
+	dry, err := svc.BulkLive(e.ctx, app.LiveDelete, app.LiveBulkInput{Queue: "dq", DryRun: true}, "tester")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if dry.Matched != 6 || dry.Changed != 3 || dry.Skipped != 3 || len(dry.Sample) != 3 || dry.Bound == "" {
+		e.t.Fatalf("dry run = %+v, want 6 matched (not the dead-letter row), 3 changed (done, done, cancelled), 3 skipped", dry)
+	}
+	if e.snapshot() != before {
+		e.t.Fatal("the dry run changed the store")
+	}
+	was := e.statsOf("dq")
+	res, err := svc.BulkLive(e.ctx, app.LiveDelete, app.LiveBulkInput{Queue: "dq", Bound: dry.Bound}, "tester")
+	if err != nil || res.Matched != 6 || res.Changed != 3 || res.Skipped != 3 {
+		e.t.Fatalf("delete = %+v, %v; want 6 matched, 3 changed, 3 skipped", res, err)
+	}
+	for _, id := range gone {
+		if j, d, err := e.s.Lookup(e.ctx, id); !errors.Is(err, app.ErrNotFound) {
+			e.t.Errorf("deleted job %d: %v %v %v, want not found", id, j, d, err)
+		}
+	}
+	for _, id := range []int64{queued.ID, later.ID, running.ID, other.ID} {
+		e.get(id)
+	}
+	e.dead(dead.ID)
+	if l := e.jobLog(logged.ID, 0); len(l.Lines) != 0 && l.Attempt != 0 {
+		// The log goes with its job, as retention takes it (the memory
+		// store's sweep takes it later): it must not outlive the sweep.
+		if _, err := e.s.DeleteOld(e.ctx, app.DeleteOldRequest{What: app.OldLogs, Before: e.clock.Now().Add(time.Hour), Limit: 1000}); err != nil {
+			e.t.Fatal(err)
+		}
+		if l := e.jobLog(logged.ID, 0); len(l.Lines) != 0 {
+			e.t.Errorf("the deleted job's log is still there after retention: %+v", l)
+		}
+	}
+	st := e.statsOf("dq")
+	if st.Done != 0 || st.Cancelled != 0 || st.Queued != was.Queued || st.Scheduled != was.Scheduled || st.Processing != 1 ||
+		st.DeadLetter != 1 || st.Total != was.Total-3 {
+		e.t.Errorf("stats after the delete: %+v (before %+v), want done and cancelled 0, the rest as they were", st, was)
+	}
+	if n, _ := e.s.CountJobs(e.ctx, app.JobFilter{Queue: "dq"}); n != 3 {
+		e.t.Errorf("%d jobs left in dq, want 3", n)
+	}
+	audit, err := e.s.ListAudit(e.ctx, app.AuditFilter{Action: "jobs.delete", Limit: 10})
+	if err != nil || len(audit) != 1 || audit[0].Count != 3 || audit[0].Actor != "tester" {
+		e.t.Fatalf("audit = %+v, %v; want one jobs.delete entry by tester, count 3", audit, err)
+	}
+	var filter map[string]any
+	if err := json.Unmarshal(audit[0].Filter, &filter); err != nil || filter["queue"] != "dq" {
+		e.t.Errorf("audit filter %s, want queue dq", audit[0].Filter)
+	}
+	// A status that is not finished deletes nothing; nor do ids of live jobs.
+	for _, in := range []app.LiveBulkInput{{Queue: "dq", Status: "queued"}, {IDs: []int64{queued.ID, running.ID}}} {
+		res, err := svc.BulkLive(e.ctx, app.LiveDelete, in, "tester")
+		if err != nil || res.Changed != 0 {
+			e.t.Errorf("delete of %+v = %+v, %v; want nothing changed", in, res, err)
+		}
+	}
+	if n, _ := e.s.CountJobs(e.ctx, app.JobFilter{}); n != 4 {
+		e.t.Errorf("%d jobs in all, want 4", n)
+	}
+}
+
+func testLiveDeleteOfAWorkflowStep(e *env) {
+	v := e.submitWorkflow(app.WorkflowInput{Name: "del", Steps: []app.StepInput{step("A"), step("B", "A")}})
+	a := e.wantClaimable("A")["A"]
+	e.complete(a, `1`)
+	res, err := e.service(nil).BulkLive(e.ctx, app.LiveDelete, app.LiveBulkInput{IDs: []int64{a.ID}}, "tester")
+	if err != nil || res.Changed != 1 {
+		e.t.Fatalf("delete of step A's job = %+v, %v", res, err)
+	}
+	// The workflow reads on, its step A done without its job, and runs on.
+	e.wantWorkflow(v.ID, app.WorkflowRunning, map[string]string{"A": "done"})
+	e.complete(e.wantClaimable("B")["B"], `1`)
+	e.wantWorkflow(v.ID, app.WorkflowDone, map[string]string{"A": "done", "B": "done"})
+	e.clock.Advance(48 * time.Hour)
+	if n, err := e.s.DeleteOld(e.ctx, app.DeleteOldRequest{What: app.OldWorkflows, Before: e.clock.Now(), Limit: 100}); err != nil || n != 1 {
+		e.t.Fatalf("workflow retention after a step's job was deleted: %d, %v; want 1", n, err)
+	}
+	if st := e.statsOf("wf"); st.Done != 0 || st.Total != 0 {
+		e.t.Errorf("stats of wf after all: %+v, want nothing", st)
 	}
 }
