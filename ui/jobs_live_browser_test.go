@@ -1,10 +1,13 @@
 package ui_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -80,5 +83,81 @@ func TestBrowserLiveJobs(t *testing.T) {
 				t.Errorf("%s", p)
 			}
 		})
+	}
+}
+
+// TestBrowserJobsLive: done-when 2 of issue 28, on the jobs pages with
+// JavaScript on: a job submitted while /jobs is open appears in the list,
+// and its status changes to done, without a reload; the job's own page
+// follows it too (its header badge and timeline), and the ticks of rows
+// survive the updates while a checkbox has focus.
+func TestBrowserJobsLive(t *testing.T) {
+	browser := newBrowser(t)
+	env := newUIEnv(t, ui.Options{}, false)
+	tb := newTab(t, browser, env.URL, true)
+	tb.open("/jobs?queue=live")
+	mark := func() {
+		ctx, cancel := tb.timeout()
+		defer cancel()
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("window.__sameDocument = true")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	same := func(what string) {
+		ctx, cancel := tb.timeout()
+		defer cancel()
+		if v, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("window.__sameDocument === true")); err != nil || !v {
+			t.Errorf("%s: the page was reloaded (or navigated), not updated in place", what)
+		}
+	}
+	// waitFor waits up to 20 s for the page to hold sel.
+	waitFor := func(sel, what string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(tb.ctx, 20*time.Second)
+		defer cancel()
+		if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
+			t.Fatalf("%s: %s did not appear within 20 s on %s", what, sel, tb.location())
+		}
+	}
+	mark()
+	j := mustSubmit(t, env.svc, app.SubmitInput{Queue: "live", Kind: "live.work", Payload: json.RawMessage(`{}`)})[0]
+	row := fmt.Sprintf(`#jobs-list a[href="/jobs/%d"]`, j.ID)
+	waitFor(row, "a submitted job")
+	tb.wantText("#jobs-total", "1 job matches")
+	c := mustClaim(t, env.svc, "live", 1)[0]
+	if err := env.svc.Complete(t.Context(), c.ID, c.Lease, json.RawMessage(`{"ok":true}`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(`#jobs-list tbody .badge-done`, "the job's status changing to done")
+	same("/jobs")
+
+	// The job's page follows the job: submitted, then done.
+	k := mustSubmit(t, env.svc, app.SubmitInput{Queue: "live", Kind: "live.work", Payload: json.RawMessage(`{}`)})[0]
+	tb.open(fmt.Sprintf("/jobs/%d", k.ID))
+	tb.wantText("#job-head h1", "queued")
+	mark()
+	c = mustClaim(t, env.svc, "live", 1)[0]
+	if err := env.svc.Complete(t.Context(), c.ID, c.Lease, json.RawMessage(`{"rows":3}`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(`#job-head .badge-done`, "the job page's badge changing to done")
+	tb.wantText("#job-result", `"rows": 3`)
+	tb.wantText("#job-timeline", "job.succeeded")
+	same("/jobs/{id}")
+
+	// A ticked row stays ticked while the list updates around it.
+	tb.open("/jobs?queue=live")
+	tb.click(fmt.Sprintf(`input[name="id"][value="%d"]`, j.ID))
+	mark()
+	mustSubmit(t, env.svc, app.SubmitInput{Queue: "live", Kind: "live.more", Payload: json.RawMessage(`{}`)})
+	time.Sleep(7 * time.Second) // past a refresh
+	ctx, cancel := tb.timeout()
+	defer cancel()
+	if v, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`document.querySelector('input[name="id"][value="%d"]').checked`, j.ID))); err != nil || !v {
+		t.Errorf("the ticked row lost its tick on an update (%v)", err)
+	}
+	same("/jobs with a ticked row")
+	for _, p := range tb.problems() {
+		t.Errorf("%s", p)
 	}
 }
