@@ -1,6 +1,7 @@
 package ui_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -198,4 +199,26 @@ func TestPagesAuditAccess(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The pages whose actions are audited link to their part of the trail,
+// and the link finds the entries.
+func TestPagesLinkToAudit(t *testing.T) {
+	env := newUIEnv(t, ui.Options{}, false)
+	env.svc.Config.ParseSchedule = parseCron
+	ctx := t.Context()
+	if _, err := env.svc.PatchQueueSettings(ctx, "emails", map[string]json.RawMessage{"concurrency": json.RawMessage("3")}, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	u := newUIClient(t, env.URL)
+	for page, href := range map[string]string{
+		"/queues/settings?queue=emails": "/audit?queue=emails",
+		"/periodic":                     "/audit?target=periodic",
+		"/workers":                      "/audit?target=worker",
+	} {
+		a := u.get(page)
+		wantBody(t, page, a, `href="`+href+`"`)
+	}
+	a := u.get("/audit?queue=emails")
+	wantBody(t, "the settings' audit link", a, row("queue.settings"), ">alice<")
 }

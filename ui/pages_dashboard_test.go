@@ -41,7 +41,7 @@ func TestPagesDashboardCountsSayWhat(t *testing.T) {
 	u := newUIClient(t, env.URL)
 	a := u.get("/")
 	wantStatus(t, "dashboard", a, http.StatusOK)
-	wantBody(t, "dashboard", a, "failed attempts in the last minute", "Attempts, last minute", " failed</span>", "Failed attempts <b>")
+	wantBody(t, "dashboard", a, "failed attempts in 1 min</span>", "Attempts, last minute", " failed</span>", "Failed attempts <b>")
 	if strings.Contains(a.body, "failed in the last minute") {
 		t.Fatal(`the dashboard still says "failed in the last minute" of failed attempts`)
 	}

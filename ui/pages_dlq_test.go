@@ -555,5 +555,5 @@ func TestPagesDLQOldestIsATime(t *testing.T) {
 	env := newUIEnv(t, ui.Options{}, false)
 	a := newUIClient(t, env.URL).get("/dlq")
 	wantStatus(t, "/dlq", a, http.StatusOK)
-	wantBody(t, "/dlq", a, `the oldest moved <span class="when"><time datetime=`, `<dt>Oldest row moved</dt><dd class="big"><span class="when"><time datetime=`)
+	wantBody(t, "/dlq", a, `the oldest moved <span class="when"><time datetime=`, `<dt>Oldest row moved</dt><dd><span class="when"><time datetime=`)
 }
