@@ -334,6 +334,18 @@ type axeViolation struct {
 // it) and fails the test for each violation. Without axe-core it does nothing.
 func (tb *tab) axe(what string) {
 	tb.t.Helper()
+	tb.axeRun(what, `{type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]}`)
+}
+
+// axeColours runs only axe-core's rules about colour (contrast, links told
+// apart from text): what a theme changes, at a fraction of the full run.
+func (tb *tab) axeColours(what string) {
+	tb.t.Helper()
+	tb.axeRun(what, `{type: "rule", values: ["color-contrast", "link-in-text-block"]}`)
+}
+
+func (tb *tab) axeRun(what, only string) {
+	tb.t.Helper()
 	src := axeSource()
 	if src == "" || !tb.js {
 		return
@@ -343,7 +355,7 @@ func (tb *tab) axe(what string) {
 	if loaded, err := chromedp.Run(ctx, chromedp.Evaluate[bool](src+";typeof axe === 'object'")); err != nil || !loaded {
 		tb.t.Fatalf("inject axe-core on %s: %v", what, err)
 	}
-	run := `axe.run(document, {runOnly: {type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]}, resultTypes: ["violations"]}).then(r => r.violations)`
+	run := `axe.run(document, {runOnly: ` + only + `, resultTypes: ["violations"]}).then(r => r.violations)`
 	found, err := chromedp.Run(ctx, chromedp.Evaluate[[]axeViolation](run, chromedp.EvalAwaitPromise))
 	if err != nil {
 		tb.t.Fatalf("axe on %s: %v", what, err)
@@ -354,6 +366,59 @@ func (tb *tab) axe(what string) {
 			where = append(where, fmt.Sprintf("%v %.120s", n.Target, n.HTML))
 		}
 		tb.t.Errorf("accessibility of %s (%s): %s [%s, %s]:\n  %s", what, tb.location(), v.Help, v.ID, v.Impact, strings.Join(where, "\n  "))
+	}
+}
+
+// eval runs expr in the tab's page and returns its value.
+func eval[T any](tb *tab, expr string) T {
+	tb.t.Helper()
+	ctx, cancel := tb.timeout()
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		tb.t.Fatalf("evaluate %s on %s: %v", expr, tb.location(), err)
+	}
+	return v
+}
+
+// waitFor polls expr (a boolean) every 50 ms until it holds or within
+// has passed; it returns how long it took and whether it held.
+func (tb *tab) waitFor(expr string, within time.Duration) (time.Duration, bool) {
+	tb.t.Helper()
+	start := time.Now()
+	for {
+		if eval[bool](tb, expr) {
+			return time.Since(start), true
+		}
+		if time.Since(start) > within {
+			return time.Since(start), false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// colorScheme makes the tab's OS prefer dark or light colours.
+func (tb *tab) colorScheme(scheme string) {
+	tb.t.Helper()
+	features := []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}
+	if _, err := chromedp.Call(tb.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: features}); err != nil {
+		tb.t.Fatal(err)
+	}
+}
+
+// consolePages are the pages the accessibility checks walk, one of each
+// kind (the fixture's ids). A page the console gains belongs here.
+func consolePages(env *uiEnv) []string {
+	return []string{
+		"/", "/?range=24h", "/jobs", "/jobs?status=queued&queue=emails",
+		fmt.Sprintf("/jobs/%d", env.ids.Queued), fmt.Sprintf("/jobs/%d", env.ids.Processing),
+		fmt.Sprintf("/jobs/%d", env.ids.Done), fmt.Sprintf("/jobs/%d", env.ids.Scheduled),
+		"/jobs/confirm?op=cancel&queue=emails",
+		"/dlq", fmt.Sprintf("/dlq/%d", env.ids.Dead[0]), fmt.Sprintf("/dlq/%d", env.ids.DeadOther),
+		"/queues", "/queues/chart?queue=emails", "/queues/settings?queue=emails", "/queues/keys?queue=emails",
+		"/queues/drain?queue=webhooks",
+		"/workers", "/periodic", "/workflows", "/webhooks",
+		"/audit",
 	}
 }
 
@@ -543,11 +608,12 @@ func browse(t *testing.T, tb *tab, env *uiEnv) {
 	tb.submit(fmt.Sprintf(`a[href="/jobs/%d"]`, id))
 	tb.wantText("h1", fmt.Sprintf("#%d", id), "email.welcome", "queued")
 	tb.wantText("pre.code", `"subject": "<script>alert('x')</script>"`)
-	if n := tb.count("script"); n != 1 {
-		t.Errorf("the job page has %d script elements, want only app.js", n)
+	if n, ours := tb.count("script"), tb.count(`head script[src^="/static/theme.js?v="]`)+tb.count(`head script[src^="/static/app.js?v="][defer]`); n != 2 || ours != 2 {
+		t.Errorf("the job page has %d script elements (%d of them theme.js and app.js), want only those two", n, ours)
 	}
 	shot("job")
-	tb.submit(fmt.Sprintf(`form[action="/jobs/%d/cancel"] button`, id))
+	tb.submit(fmt.Sprintf(`.head-actions a[href^="/jobs/confirm?"][href*="op=cancel"][href*="&id=%d&"]`, id)) // cancel goes through the confirm page
+	tb.submit(`.confirm button[type="submit"]`)
 	tb.wantText(".flash", fmt.Sprintf("Job #%d cancelled.", id))
 	tb.wantText("h1", "cancelled")
 	var job apiJob

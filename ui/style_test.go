@@ -6,9 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -297,5 +302,240 @@ func TestClientHangUpIsDebug(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if got := logs.String(); !strings.Contains(got, `"level":"debug"`) || strings.Contains(got, `"level":"error"`) {
 		t.Fatalf("logs after two hang-ups:\n%s\nwant a debug line and no error", got)
+	}
+}
+
+// The stylesheet's colours (embed/static/app.css), read as a person's
+// eyes would meet them: every rule that sets a text colour, over the
+// backgrounds it may sit on, in the light palette and the dark one, meets
+// WCAG AA (4.5:1). axe-core checks the pages as rendered; this checks
+// every class, the ones no fixture page shows too.
+
+// cssRule is one rule of the stylesheet, with the at-rule it sits in.
+type cssRule struct {
+	media, selector string
+	decls           map[string]string
+}
+
+var cssRuleRE = regexp.MustCompile(`(?s)([^{}]+)\{([^{}]*)\}`)
+
+// parseCSS reads the rules of css (one level of @media nesting).
+func parseCSS(css string) []cssRule {
+	css = regexp.MustCompile(`(?s)/\*.*?\*/`).ReplaceAllString(css, "")
+	var out []cssRule
+	media := ""
+	depth := 0
+	for i := 0; i < len(css); {
+		if strings.HasPrefix(strings.TrimSpace(css[i:]), "@media") && depth == 0 {
+			j := strings.Index(css[i:], "{")
+			media = strings.TrimSpace(css[i : i+j])
+			i += j + 1
+			depth = 1
+			continue
+		}
+		if depth == 1 && strings.HasPrefix(strings.TrimSpace(css[i:]), "}") {
+			i += strings.Index(css[i:], "}") + 1
+			depth, media = 0, ""
+			continue
+		}
+		loc := cssRuleRE.FindStringSubmatchIndex(css[i:])
+		if loc == nil {
+			break
+		}
+		sel := strings.TrimSpace(css[i+loc[2] : i+loc[3]])
+		decls := map[string]string{}
+		for _, d := range strings.Split(css[i+loc[4]:i+loc[5]], ";") {
+			if k, v, ok := strings.Cut(d, ":"); ok {
+				decls[strings.TrimSpace(k)] = strings.TrimSpace(v)
+			}
+		}
+		out = append(out, cssRule{media: media, selector: sel, decls: decls})
+		i += loc[1]
+	}
+	return out
+}
+
+type rgb struct{ r, g, b float64 }
+
+func hexColor(s string) (rgb, bool) {
+	s = strings.TrimPrefix(strings.TrimSpace(s), "#")
+	if len(s) == 3 {
+		s = string([]byte{s[0], s[0], s[1], s[1], s[2], s[2]})
+	}
+	var c [3]int
+	if len(s) != 6 {
+		return rgb{}, false
+	}
+	if _, err := fmt.Sscanf(s, "%02x%02x%02x", &c[0], &c[1], &c[2]); err != nil {
+		return rgb{}, false
+	}
+	return rgb{float64(c[0]), float64(c[1]), float64(c[2])}, true
+}
+
+func (c rgb) luminance() float64 {
+	lin := func(v float64) float64 {
+		v /= 255
+		if v <= 0.03928 {
+			return v / 12.92
+		}
+		return math.Pow((v+0.055)/1.055, 2.4)
+	}
+	return 0.2126*lin(c.r) + 0.7152*lin(c.g) + 0.0722*lin(c.b)
+}
+
+func contrastRGB(a, b rgb) float64 {
+	la, lb := a.luminance(), b.luminance()
+	if la < lb {
+		la, lb = lb, la
+	}
+	return (la + 0.05) / (lb + 0.05)
+}
+
+func mix(a rgb, p float64, b rgb) rgb {
+	return rgb{a.r*p + b.r*(1-p), a.g*p + b.g*(1-p), a.b*p + b.b*(1-p)}
+}
+
+// palette is the custom properties (--x) of one theme.
+type palette map[string]string
+
+// resolve reads a colour value: #hex, a named var, white, or
+// color-mix(in srgb, A N%, B) (transparent B is over the given base).
+func (p palette) resolve(v string, base rgb) (rgb, bool) {
+	v = strings.TrimSpace(v)
+	for i := 0; i < 10 && strings.HasPrefix(v, "var("); i++ {
+		name := strings.TrimSuffix(strings.TrimPrefix(v, "var("), ")")
+		v = strings.TrimSpace(p[name])
+	}
+	switch {
+	case v == "#fff" || v == "white":
+		return rgb{255, 255, 255}, true
+	case strings.HasPrefix(v, "#"):
+		return hexColor(v)
+	case strings.HasPrefix(v, "color-mix(in srgb,"):
+		m := regexp.MustCompile(`^color-mix\(in srgb, (.+?) (\d+)%, (.+)\)$`).FindStringSubmatch(v)
+		if m == nil {
+			return rgb{}, false
+		}
+		a, ok := p.resolve(m[1], base)
+		pct, _ := strconv.ParseFloat(m[2], 64)
+		b := base
+		if m[3] != "transparent" {
+			b, ok = p.resolve(m[3], base)
+		}
+		return mix(a, pct/100, b), ok
+	}
+	return rgb{}, false
+}
+
+// palettes are the light palette and the dark one (the light one with
+// the dark block's values over it), from the stylesheet.
+func palettes(t *testing.T, rules []cssRule) (light, dark palette, darkOS, darkChosen map[string]string) {
+	t.Helper()
+	light, dark = palette{}, palette{}
+	for _, r := range rules {
+		vars := map[string]string{}
+		for k, v := range r.decls {
+			if strings.HasPrefix(k, "--") {
+				vars[k] = v
+			}
+		}
+		switch {
+		case r.media == "" && r.selector == ":root":
+			maps.Copy(light, vars)
+		case r.media == "@media (prefers-color-scheme: dark)" && r.selector == `:root:not([data-theme="light"])`:
+			darkOS = r.decls
+		case r.media == "" && r.selector == `:root[data-theme="dark"]`:
+			darkChosen = r.decls
+		}
+	}
+	maps.Copy(dark, light)
+	for k, v := range darkChosen {
+		if strings.HasPrefix(k, "--") {
+			dark[k] = v
+		}
+	}
+	return light, dark, darkOS, darkChosen
+}
+
+func readCSS(t *testing.T) []cssRule {
+	t.Helper()
+	b, err := os.ReadFile("../embed/static/app.css")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parseCSS(string(b))
+}
+
+// The dark palette the OS asks for and the one the toggle chooses are the
+// same, and a light choice wins over a dark OS; theme.js sets data-theme.
+func TestDarkPalettesAgree(t *testing.T) {
+	rules := readCSS(t)
+	_, dark, darkOS, darkChosen := palettes(t, rules)
+	if len(darkOS) < 20 || !reflect.DeepEqual(darkOS, darkChosen) {
+		t.Fatalf("the dark palette under prefers-color-scheme (%d values) and under [data-theme=dark] (%d values) differ:\n%v\n%v", len(darkOS), len(darkChosen), darkOS, darkChosen)
+	}
+	if dark["--bg"] == "" || darkOS["color-scheme"] != "dark" {
+		t.Errorf("the dark palette: --bg %q, color-scheme %q", dark["--bg"], darkOS["color-scheme"])
+	}
+	js, err := os.ReadFile("../embed/static/theme.js")
+	if err != nil || !strings.Contains(string(js), `setAttribute("data-theme", t)`) || !strings.Contains(string(js), `"queue.theme"`) {
+		t.Errorf("theme.js does not set data-theme from localStorage: %v", err)
+	}
+}
+
+// Every text colour of the stylesheet meets WCAG AA (4.5:1) on what it
+// sits on, in both palettes: a rule with a background over that background
+// (a see-through one over the page, a panel and a hovered row); one
+// without over those three; the top bar's over the top bar.
+func TestStylesheetContrast(t *testing.T) {
+	rules := readCSS(t)
+	light, dark, _, _ := palettes(t, rules)
+	topBar := regexp.MustCompile(`\.(top|nav|brand|actor|btn-nav|pref|logo)\b`)
+	checked := 0
+	for name, p := range map[string]palette{"light": light, "dark": dark} {
+		bases := map[string]rgb{}
+		for _, b := range []string{"--bg", "--surface", "--surface-2"} {
+			c, ok := p.resolve("var("+b+")", rgb{})
+			if !ok {
+				t.Fatalf("%s: %s is not a colour", name, b)
+			}
+			bases[b] = c
+		}
+		top, _ := p.resolve("var(--top)", rgb{})
+		for _, r := range rules {
+			fgv, ok := r.decls["color"]
+			if !ok || strings.Contains(r.selector, ":disabled") || strings.Contains(r.selector, "[disabled]") {
+				continue
+			}
+			bgv := r.decls["background"]
+			if bgv == "" {
+				bgv = r.decls["background-color"]
+			}
+			on := bases
+			if topBar.MatchString(r.selector) {
+				on = map[string]rgb{"--top": top}
+			}
+			for bname, base := range on {
+				bg := base
+				if bgv != "" && bgv != "transparent" && bgv != "none" {
+					c, ok := p.resolve(bgv, base)
+					if !ok {
+						continue // rgba() overlays of the top bar, gradients: axe-core checks those pages
+					}
+					bg = c
+				}
+				fg, ok := p.resolve(fgv, bg)
+				if !ok {
+					continue // inherit, currentColor
+				}
+				checked++
+				if c := contrastRGB(fg, bg); c < 4.5 {
+					t.Errorf("%s palette: %s { color: %s } on %s (over %s) has contrast %.2f:1, want at least 4.5:1", name, r.selector, fgv, bgv, bname, c)
+				}
+			}
+		}
+	}
+	if checked < 150 {
+		t.Fatalf("only %d colour pairs checked: is the stylesheet parsed?", checked)
 	}
 }

@@ -1,0 +1,213 @@
+package ui_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+	"github.com/rs/zerolog"
+
+	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/internal/openapitest"
+	"github.com/queuehq/queue/ui"
+)
+
+// postJob submits a job over the HTTP API, as curl would, and returns its id.
+func postJob(t *testing.T, base, body string) int64 {
+	t.Helper()
+	resp, err := http.Post(base+"/api/jobs", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var j apiJob
+	if err := json.NewDecoder(resp.Body).Decode(&j); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST /api/jobs %s: %d %v", body, resp.StatusCode, err)
+	}
+	return j.ID
+}
+
+// liveOpen is the live bar saying the page follows the event stream (not
+// only the fallback poll).
+const liveOpen = `(s => !!s && !s.closest("[hidden]") && s.textContent.startsWith("Live · updated"))(document.querySelector("[data-live-status]"))`
+
+// TestBrowserLivePages: an open jobs page follows the event stream. A job
+// submitted over the API shows up, and its status turns to done, without a
+// reload (a mark left in the window survives), within a couple of seconds
+// (the fallback poll is slower); in the zone the user chose. The pause
+// control stops that, for the tab, until resumed.
+func TestBrowserLivePages(t *testing.T) {
+	browser := newBrowser(t)
+	env := newUIEnv(t, ui.Options{}, false)
+	tb := newTab(t, browser, env.URL, true)
+	if _, err := chromedp.Call(tb.ctx, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: "Asia/Kolkata"}); err != nil {
+		t.Fatal(err)
+	}
+	tb.open("/jobs?queue=emails")
+	choose(tb, "[data-pref-tz]", "local")
+	if _, ok := tb.waitFor(liveOpen, 5*time.Second); !ok {
+		t.Fatalf("the live bar says %q, want the event stream open", tb.text("[data-live-status]"))
+	}
+	eval[bool](tb, `window.queueMark = 42, true`)
+	const marked = `window.queueMark === 42`
+	row := func(id int64) string {
+		return fmt.Sprintf(`document.querySelector('[data-live] a[href="/jobs/%d"]')`, id)
+	}
+
+	// A job submitted with curl appears.
+	id := postJob(t, env.URL, `{"queue":"emails","kind":"live.check","payload":{"n":1}}`)
+	took, ok := tb.waitFor(row(id)+" !== null", 5*time.Second)
+	if !ok {
+		t.Fatalf("job %d did not appear on the open /jobs page within 5 s", id)
+	}
+	if !eval[bool](tb, marked) {
+		t.Fatal("the page was reloaded (the window's mark is gone)")
+	}
+	if took > 3*time.Second {
+		t.Errorf("job %d took %v to appear; the event stream should bring it within about a second", id, took)
+	}
+	t.Logf("a submitted job appeared after %v", took)
+	// Its times are in the zone chosen (India has no summer time: IST, +05:30).
+	when := eval[string](tb, row(id)+`.closest("tr").querySelector("time[data-abs]")?.textContent || ""`)
+	if !strings.HasSuffix(when, " GMT+5:30") && !strings.HasSuffix(when, " IST") {
+		t.Errorf("a row swapped in shows %q, want the browser's zone (IST) as chosen", when)
+	}
+
+	// It runs: the row says done.
+	jobs := mustClaim(t, env.svc, "emails", 1, "live.check")
+	if len(jobs) != 1 || jobs[0].ID != id {
+		t.Fatalf("claimed %v, want job %d", jobs, id)
+	}
+	badge := row(id) + `.closest("tr").querySelector(".badge").textContent`
+	if _, ok := tb.waitFor(badge+` === "processing"`, 5*time.Second); !ok {
+		t.Errorf("job %d's row says %q after the claim, want processing", id, eval[string](tb, badge))
+	}
+	if err := env.svc.Complete(t.Context(), id, jobs[0].Lease, json.RawMessage(`{"ok":true}`)); err != nil {
+		t.Fatal(err)
+	}
+	if took, ok := tb.waitFor(badge+` === "done"`, 5*time.Second); !ok || took > 3*time.Second {
+		t.Errorf("job %d's row says %q %v after it completed, want done within a few seconds", id, eval[string](tb, badge), took)
+	}
+	if !eval[bool](tb, marked) {
+		t.Fatal("the page was reloaded (the window's mark is gone)")
+	}
+
+	// Paused, nothing changes; the choice lasts for the tab; resumed, it catches up.
+	tb.click("[data-live-pause]")
+	if p := eval[string](tb, `document.querySelector("[data-live-pause]").getAttribute("aria-pressed")`); p != "true" {
+		t.Errorf("the pause button's aria-pressed is %q after pressing it", p)
+	}
+	tb.wantText("[data-live-status]", "Paused")
+	second := postJob(t, env.URL, `{"queue":"emails","kind":"live.check","payload":{"n":2}}`)
+	if _, ok := tb.waitFor(row(second)+" !== null", 2500*time.Millisecond); ok {
+		t.Error("a paused page showed a new job")
+	}
+	tb.open("/jobs?queue=emails")
+	eval[bool](tb, `window.queueMark = 43, true`)
+	if eval[string](tb, `document.querySelector("[data-live-pause]").getAttribute("aria-pressed")`) != "true" {
+		t.Error("after a reload the tab is no longer paused")
+	}
+	third := postJob(t, env.URL, `{"queue":"emails","kind":"live.check","payload":{"n":3}}`)
+	time.Sleep(1500 * time.Millisecond)
+	if eval[bool](tb, row(third)+" !== null") {
+		t.Error("a paused page (after a reload) showed a new job")
+	}
+	tb.click("[data-live-pause]")
+	if _, ok := tb.waitFor(row(third)+" !== null && "+liveOpen, 4*time.Second); !ok {
+		t.Errorf("after resuming, job %d does not show (status %q)", third, tb.text("[data-live-status]"))
+	}
+	if !eval[bool](tb, `window.queueMark === 43`) {
+		t.Fatal("resuming reloaded the page")
+	}
+	for _, p := range tb.problems() {
+		t.Errorf("%s", p)
+	}
+}
+
+// TestBrowserServerDown: with the dashboard open, the server goes away
+// (its listener and every connection closed); within 10 s a banner says
+// so. When it is back, the banner goes and the page is live again.
+func TestBrowserServerDown(t *testing.T) {
+	browser := newBrowser(t)
+	env := newUIEnv(t, ui.Options{}, false)
+	handler := openapitest.Handler(t, ui.New(ui.Options{Service: env.svc, Scheduler: env.sched,
+		Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	serve := func(ln net.Listener) *http.Server {
+		s := &http.Server{Handler: handler}
+		go func() {
+			if err := s.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				t.Errorf("serve: %v", err)
+			}
+		}()
+		return s
+	}
+	srv := serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	tb := newTab(t, browser, "http://"+addr, true)
+	tb.open("/")
+	if _, ok := tb.waitFor(liveOpen, 5*time.Second); !ok {
+		t.Fatalf("the live bar says %q, want the event stream open", tb.text("[data-live-status]"))
+	}
+	if tb.visible("[data-down-banner]") {
+		t.Fatal("the banner shows while the server is up")
+	}
+
+	srv.Close() // the listener and every connection, the event stream's too
+	took, ok := tb.waitFor(`!document.querySelector("[data-down-banner]").hidden`, 10*time.Second)
+	if !ok {
+		t.Fatalf("10 s after the server went away the page shows no banner (live bar: %q)", tb.text("[data-live-status]"))
+	}
+	t.Logf("the banner showed %v after the server went away", took)
+	tb.wantText("[data-down-banner]", "Cannot reach the server since", "may be out of date")
+	if role := eval[string](tb, `document.querySelector("[data-down-banner]").getAttribute("role")`); role != "alert" {
+		t.Errorf("the banner's role is %q, want alert", role)
+	}
+	tb.wantText("[data-live-status]", "Not updating")
+	tb.axe("dashboard, server down")
+
+	// Back: the banner goes, the page updates again.
+	ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("listen again on %s: %v", addr, err)
+	}
+	srv = serve(ln)
+	if took, ok := tb.waitFor(`document.querySelector("[data-down-banner]").hidden && `+liveOpen, 15*time.Second); !ok {
+		t.Errorf("the server is back but the banner stays (%q, live bar %q)", tb.text("[data-down-banner]"), tb.text("[data-live-status]"))
+	} else {
+		t.Logf("the banner went %v after the server came back", took)
+	}
+	mustSubmit(t, env.svc, app.SubmitInput{Queue: "emails", Kind: "after.restart"})
+	want := thousands(mustStats(t, env.svc).Total.Queued)
+	if _, ok := tb.waitFor(fmt.Sprintf(`document.querySelector('a.card[href="/jobs?status=queued"] .card-num').textContent === %q`, want), 5*time.Second); !ok {
+		t.Errorf("after the restart the dashboard does not follow: queued shows %q, want %s", tb.text(`a.card[href="/jobs?status=queued"] .card-num`), want)
+	}
+	for _, p := range tb.problems() {
+		// While the server is away the browser logs each refused request.
+		if strings.Contains(p, "ERR_CONNECTION_REFUSED") || strings.Contains(p, "ERR_EMPTY_RESPONSE") || strings.Contains(p, "ERR_CONNECTION_RESET") ||
+			strings.Contains(p, "Failed to fetch") || strings.Contains(p, "ERR_CONNECTION_CLOSED") || strings.Contains(p, "ERR_INCOMPLETE_CHUNKED_ENCODING") || strings.Contains(p, "aborted") {
+			continue
+		}
+		t.Errorf("%s", p)
+	}
+}
+
+func mustStats(t *testing.T, svc *app.Service) *app.Stats {
+	t.Helper()
+	st, err := svc.Stats(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
