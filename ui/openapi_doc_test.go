@@ -350,7 +350,8 @@ func openapiSchemas() S {
 		),
 		"JobPage": oaObject("A page of jobs.",
 			oaReq("jobs", oaArr(oaRef("Job"))),
-			oaReq("next_cursor", oaStr("Pass as ?cursor= for the next page; \"\" at the end."))),
+			oaReq("next_cursor", oaStr("Pass as ?cursor= for the next page; \"\" at the end.")),
+			oaOpt("total", oaInt("How many jobs the filter matches (with count=true)."))),
 		"DeadPage": oaObject("A page of the dead-letter queue.",
 			oaReq("jobs", oaArr(oaRef("DeadJob"))),
 			oaReq("next_cursor", oaStr("Pass as ?cursor= for the next page; \"\" at the end."))),
@@ -440,7 +441,7 @@ func openapiSchemas() S {
 			oaOpt("bound", oaStr("Pass back with the confirmed action.")),
 			oaOpt("sample", oaArr(oaRef("DeadJob"))),
 			oaOpt("sample_jobs", oaArr(oaRef("Job")))),
-		"LiveBulkInput": oaInput("A bulk action on live jobs (cancel, retry, reschedule, prioritize) for the jobs a filter of GET /api/jobs finds (app.LiveBulkInput).",
+		"LiveBulkInput": oaInput("A bulk action on live jobs (cancel, retry, reschedule, prioritize, delete) for the jobs a filter of GET /api/jobs finds (app.LiveBulkInput).",
 			bulkFilter(
 				oaOpt("status", oaStr("")), oaOpt("key", oaStr("")),
 				oaOpt("workflow", oaInt64("")), oaOpt("replayed_from", oaInt64("")),

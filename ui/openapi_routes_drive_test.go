@@ -150,6 +150,8 @@ func TestOpenAPIEveryRoute(t *testing.T) {
 	d.api("POST", "/api/jobs", `{"queue":"oa","kind":"oa.work","payload":{"n":1},"tags":["t"]}`, 200, "Idempotency-Key", "oa-1")
 	d.api("POST", "/api/jobs/batch", `{"jobs":[{"queue":"oa","kind":"oa.work"},{"queue":"oa","kind":"oa.work"},{"queue":"oa","kind":"oa.work"},{"queue":"oa","kind":"oa.work"}]}`, 201)
 	d.api("GET", "/api/jobs?queue=oa&limit=2", "", 200)
+	d.api("GET", "/api/jobs?queue=oa&kind_prefix=oa.&status=retrying&sort=run_at&count=true&limit=2", "", 200)
+	d.api("GET", "/api/suggest?field=kind&prefix=oa&limit=5", "", 200)
 	id := num64(first, "id")
 	d.api("GET", fmt.Sprintf("/api/jobs/%d?events=true", id), "", 200)
 	d.api("GET", fmt.Sprintf("/api/jobs/%d/events", id), "", 200)
@@ -178,7 +180,7 @@ func TestOpenAPIEveryRoute(t *testing.T) {
 	e, le := claim("/api/queues/oa/claim", `{"limit":1}`)
 	d.api("POST", "/api/jobs/complete", fmt.Sprintf(`{"jobs":[{"id":%d,"lease":%d,"result":null}]}`, e, le), 200)
 	d.api("POST", fmt.Sprintf("/api/jobs/%d/cancel", env.ids.Queued), `{}`, 200)
-	for _, action := range []string{"cancel", "retry", "reschedule", "prioritize"} {
+	for _, action := range []string{"cancel", "retry", "reschedule", "prioritize", "delete"} {
 		body := `{"queue":"oa","dry_run":true}`
 		switch action {
 		case "reschedule":
@@ -252,10 +254,10 @@ func TestOpenAPIEveryRoute(t *testing.T) {
 	d.api("GET", "/api/webhooks/oa-hook/deliveries?limit=10", "", 200)
 
 	// Pages: each GET page and its HEAD, then the forms (POST-redirect-GET).
-	for _, p := range []string{"/", "/jobs?queue=oa", fmt.Sprintf("/jobs/%d", id), "/jobs/confirm?op=cancel&queue=oa",
+	for _, p := range []string{"/", "/jobs?queue=oa", fmt.Sprintf("/jobs/%d", id), "/jobs/confirm?op=cancel&queue=oa", fmt.Sprintf("/jobs/go?id=%d", id),
 		"/dlq", "/dlq/confirm?op=replay&queue=billing", fmt.Sprintf("/dlq/%d", env.ids.Dead[2]), "/dlq/export?format=csv&queue=billing",
 		"/workflows", fmt.Sprintf("/workflows/%d", wid), fmt.Sprintf("/workflows/%d/cancel", wid),
-		"/queues", "/queues/drain?queue=oa", "/queues/keys?queue=oa", "/queues/chart?queue=emails", "/queues/settings?queue=oa",
+		"/queues", "/audit", "/queues/drain?queue=oa", "/queues/keys?queue=oa", "/queues/chart?queue=emails", "/queues/settings?queue=oa",
 		"/periodic", "/periodic/edit?name=oa-hourly", "/workers", "/workers/confirm?id=" + url.QueryEscape(w["id"].(string)) + "&command=quiet",
 		"/webhooks", "/webhooks/oa-hook", "/login"} {
 		d.page("HEAD", p, nil, 200, 303)

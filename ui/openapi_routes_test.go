@@ -93,7 +93,7 @@ func oaAPIRoutes() []oaAPIOp {
 			errs: []int{409, 429}, errDesc: map[int]string{409: "idempotency_conflict", 429: "queue_full: nothing was stored."}},
 		{route: "GET /api/jobs", id: "listJobs", tag: "Jobs", summary: "List jobs.", scoped: true,
 			desc: "Filters combine. Besides the parameters below, payload.PATH=VALUE (payload.customer=42, payload.address.city=Oslo, payload.items.0.sku=A1) keeps jobs whose payload has VALUE at PATH. A token limited to queues must name one of them with ?queue= (a token of one queue gets it by default).",
-			ok:   []oaResp{oaOK(200, "A page of jobs, newest first unless order=asc.", oaRef("JobPage"))}},
+			ok:   []oaResp{oaOK(200, "A page of jobs, newest first unless order=asc (sort=run_at: soonest first unless order=desc).", oaRef("JobPage"))}},
 		{route: "POST /api/jobs/complete", id: "completeJobs", tag: "Worker protocol", summary: "Complete up to 1,000 jobs; each is fenced by its own lease.",
 			body: oaInput("", oaReq("jobs", oaDesc(S{"type": "array", "maxItems": app.MaxClaim, "items": oaInput("", oaReq("id", oaID("")), oaLease(), oaOpt("result", oaAny("At most 1 MiB.")))}, ""))), bodyReq: true,
 			ok: []oaResp{oaOK(200, "One result per item, in order.", oaObject("", oaReq("results", oaArr(oaObject("",
@@ -148,9 +148,13 @@ func oaAPIRoutes() []oaAPIOp {
 
 		// Bulk actions on live jobs.
 		oaLiveBulk(app.LiveCancel, "cancelJobs", "Cancel the jobs a filter finds."),
-		oaLiveBulk(app.LiveRetry, "retryJobs", "Retry (queue again) the cancelled or done jobs a filter finds."),
+		oaLiveBulk(app.LiveRetry, "retryJobs", "Run now the queued jobs a filter finds that wait for their run_at (a retry's backoff, a schedule)."),
 		oaLiveBulk(app.LiveReschedule, "rescheduleJobs", "Move the run_at of the queued jobs a filter finds."),
 		oaLiveBulk(app.LivePrioritize, "prioritizeJobs", "Change the priority of the queued jobs a filter finds."),
+		oaLiveBulk(app.LiveDelete, "deleteJobs", "Delete the finished (done, cancelled) jobs a filter finds; others are skipped."),
+		{route: "GET /api/suggest", id: "suggest", tag: "Jobs", summary: "Search suggestions: kinds, queues or tags that start with a prefix.", scoped: true,
+			desc: "Kinds are those of every job; tags those of the newest 10,000 jobs; queues those the server knows. A token limited to queues gets its own queues, and may not ask for kinds or tags (403).",
+			ok:   []oaResp{oaOK(200, "The values, in byte order.", oaObject("", oaReq("field", oaEnum("", "kind", "queue", "tag")), oaReq("values", oaArr(oaStr("")))))}},
 
 		// Claims and queues.
 		{route: "POST /api/queues/:queue/claim", id: "claim", tag: "Worker protocol", summary: "Claim jobs of one queue.",
