@@ -90,6 +90,9 @@ func TestBrowserAccessibility(t *testing.T) {
 	t.Run("SkipLink", func(t *testing.T) {
 		tb.t = t
 		tb.open("/jobs")
+		if n := tb.count(`nav.nav a[href="/audit"]`); n != 1 {
+			t.Errorf("the navigation has %d links to the audit trail, want 1 (for an admin)", n)
+		}
 		if !eval[bool](tb, `document.querySelector("a.skip").getBoundingClientRect().bottom <= 0`) {
 			t.Error("the skip link shows before it has focus")
 		}

@@ -50,6 +50,7 @@ func TestBrowserLivePages(t *testing.T) {
 	if _, err := chromedp.Call(tb.ctx, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: "Asia/Kolkata"}); err != nil {
 		t.Fatal(err)
 	}
+	timeZone(t, tb, env)
 	tb.open("/jobs?queue=emails")
 	choose(tb, "[data-pref-tz]", "local")
 	if _, ok := tb.waitFor(liveOpen, 5*time.Second); !ok {
@@ -210,4 +211,67 @@ func mustStats(t *testing.T, svc *app.Service) *app.Stats {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// timeZone: a job page shows its times in UTC as the server wrote them;
+// choosing browser time (here India's, which has no summer time) rewrites
+// each to that zone with its name, the footer says so, the choice holds
+// on the next page, and choosing UTC brings the server's text back. The
+// relative times beside them are rounded as the server rounds them.
+func timeZone(t *testing.T, tb *tab, env *uiEnv) {
+	t.Helper()
+	tb.open(fmt.Sprintf("/jobs/%d", env.ids.Done))
+	first := `document.querySelector("time[data-abs]")`
+	iso, server := eval[string](tb, first+`.getAttribute("datetime")`), tb.text("time[data-abs]")
+	at, err := time.Parse(time.RFC3339Nano, iso)
+	if err != nil {
+		t.Fatalf("time datetime=%q: %v", iso, err)
+	}
+	if want := at.UTC().Format("2006-01-02 15:04:05 UTC"); server != want {
+		t.Fatalf("the job page shows %q, want %q (UTC)", server, want)
+	}
+	tb.wantText("[data-tz-note]", "UTC")
+	choose(tb, "[data-pref-tz]", "local")
+	kolkata, err := time.LoadLocation("Asia/Kolkata")
+	if err != nil {
+		t.Skipf("no zone data: %v", err)
+	}
+	local := at.In(kolkata).Format("2006-01-02 15:04:05")
+	if got := tb.text("time[data-abs]"); got != local+" IST" && got != local+" GMT+5:30" {
+		t.Errorf("with browser time chosen the job page shows %q, want %q and the zone's name", got, local+" IST")
+	}
+	if n := eval[int](tb, `[...document.querySelectorAll("time[data-abs]")].filter(e => e.textContent.endsWith(" UTC")).length`); n != 0 {
+		t.Errorf("%d times still say UTC", n)
+	}
+	if note := tb.text("[data-tz-note]"); !strings.Contains(note, "Asia/Kolkata") && !strings.Contains(note, "Asia/Calcutta") {
+		t.Errorf("with browser time chosen the footer says %q, want it to name the zone", note)
+	}
+	// Relative times, rounded (not floored) as the server's relTime.
+	for _, tc := range []struct {
+		offset time.Duration
+		want   string
+	}{
+		{-(time.Hour + 58*time.Minute + 40*time.Second), "(1 h 59 min ago)"},
+		{time.Hour + 58*time.Minute + 10*time.Second, "(in 1 h 58 min)"},
+		{-(3*24*time.Hour + 4*time.Hour + 10*time.Minute), "(3 d 4 h ago)"},
+		{25 * time.Second, "(in 25 s)"},
+		{-(2*time.Minute + 40*time.Second), "(3 min ago)"},
+		{0, "(just now)"},
+	} {
+		set := fmt.Sprintf(`(t => { t.setAttribute("datetime", new Date(Date.now() + %d).toISOString()); return true; })(%s)`, tc.offset.Milliseconds(), first)
+		eval[bool](tb, set)
+		choose(tb, "[data-pref-tz]", "utc")
+		choose(tb, "[data-pref-tz]", "local") // a choice rewrites the relative times too
+		if got := tb.text(".when [data-rel]"); got != tc.want {
+			t.Errorf("a time %v from now reads %q, want %q", tc.offset, got, tc.want)
+		}
+	}
+	tb.open(fmt.Sprintf("/jobs/%d", env.ids.Done))
+	if got := tb.text("time[data-abs]"); !strings.HasPrefix(got, local) {
+		t.Errorf("on the next page the time reads %q: the choice did not hold", got)
+	}
+	choose(tb, "[data-pref-tz]", "utc")
+	if got := tb.text("time[data-abs]"); got != server {
+		t.Errorf("back on UTC the job page shows %q, want the server's %q", got, server)
+	}
 }

@@ -40,11 +40,14 @@
 
   // skew is the server's clock minus the browser's, from the page's
   // data-now, so relative times agree with the server's even when the
-  // browser's clock is off.
+  // browser's clock is off. Under 10 s it is the page's way here (render,
+  // network), not a clock: ignored.
   var skew = 0;
   function learnNow(iso) {
     var t = Date.parse(iso || "");
-    if (!isNaN(t)) skew = t - Date.now();
+    if (isNaN(t)) return;
+    skew = t - Date.now();
+    if (Math.abs(skew) < 10000) skew = 0;
   }
   function now() { return Date.now() + skew; }
 
@@ -165,6 +168,7 @@
       tz.addEventListener("change", function () {
         put(local, TZ_KEY, tz.value === "local" ? "local" : "");
         showTimes(document);
+        tickRel(document);
         zoneNote();
         if (live.status) live.status();
       });
