@@ -222,3 +222,32 @@ func TestPagesLinkToAudit(t *testing.T) {
 	a := u.get("/audit?queue=emails")
 	wantBody(t, "the settings' audit link", a, row("queue.settings"), ">alice<")
 }
+
+// A filter the page applies reads at most 5,000 entries a page: past
+// that, the page says so and its next page reads on from there, so an
+// old match is still found.
+func TestPagesAuditScanBound(t *testing.T) {
+	env := newUIEnv(t, ui.Options{}, false)
+	ctx := t.Context()
+	if err := env.svc.RecordDenied(ctx, "needle", "GET /old"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5200 {
+		if err := env.svc.RecordDenied(ctx, "noise", fmt.Sprintf("GET /%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u := newUIClient(t, env.URL)
+	a := u.get("/audit?actor=needle")
+	wantStatus(t, "first page", a, http.StatusOK)
+	wantBody(t, "first page", a, "No audit entries match these filters among the 5,000 read", "the next page reads on from there", `rel="next"`)
+	m := regexp.MustCompile(`href="([^"]+)" rel="next"`).FindStringSubmatch(a.body)
+	a = u.get(strings.ReplaceAll(m[1], "&amp;", "&"))
+	wantStatus(t, "next page", a, http.StatusOK)
+	if ids := auditIDs(a.body); len(ids) != 1 || !strings.Contains(a.body, ">needle<") {
+		t.Fatalf("the next page found %v, want the needle's entry", ids)
+	}
+	if strings.Contains(a.body, `rel="next"`) {
+		t.Fatal("the last page links to a next one")
+	}
+}

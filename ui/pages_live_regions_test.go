@@ -91,6 +91,9 @@ func TestPagesLiveRegions(t *testing.T) {
 	} {
 		a := u.get(tc.path)
 		wantStatus(t, tc.path, a, http.StatusOK)
+		if tc.path == "/webhooks/ops" { // its deliveries are jobs of _webhooks: the page follows that queue's events only
+			wantBody(t, tc.path, a, `data-events="/api/events?queue=_webhooks"`)
+		}
 		wantBody(t, tc.path, a, fmt.Sprintf(`data-refresh="%d"`, tc.refresh))
 		for _, id := range tc.regions {
 			if f := typedFields(liveRegion(t, a.body, id)); len(f) > 0 {
