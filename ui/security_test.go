@@ -571,7 +571,7 @@ func TestPagesHideWhatTheTokenMayNotDo(t *testing.T) {
 	tokens := []ui.Token{{Name: "viewer", Secret: "read-token-0123456789", Role: ui.RoleRead}, {Name: "boss", Secret: testToken}}
 	env := newUIEnv(t, ui.Options{Tokens: tokens}, false)
 	pages := []string{fmt.Sprintf("/jobs/%d", env.ids.Queued), fmt.Sprintf("/dlq/%d", env.ids.Dead[0]), "/queues", "/dlq"}
-	actions := []string{"/cancel\"", "/replay\"", "action=\"/queues/pause\"", "action=\"/queues/resume\"", "Drain…", "Purge…", "Replay all"}
+	actions := []string{"op=cancel\"", "/replay\"", "action=\"/queues/pause\"", "action=\"/queues/resume\"", "Drain…", "Purge…", "Replay all"}
 	seen := func(tok string) map[string]bool {
 		u := newUIClient(t, env.URL)
 		u.get("/login")
