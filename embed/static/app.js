@@ -163,7 +163,7 @@
     }
     if (tz) {
       var id = zoneID(), opt = tz.querySelector('option[value="local"]');
-      if (opt && id) opt.textContent = "Browser time (" + id + ")";
+      if (opt && id) opt.title = id;
       tz.value = browserTime() ? "local" : "utc";
       tz.addEventListener("change", function () {
         put(local, TZ_KEY, tz.value === "local" ? "local" : "");
