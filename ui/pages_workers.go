@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 
@@ -32,6 +33,33 @@ type workerRow struct {
 	QueueText string // the command line's form, weights included
 	CanQuiet  bool
 	CanStop   bool
+	// Jobs are the processing jobs that name it, oldest first, among the
+	// newest inFlightRead processing jobs (so a busy server may list fewer
+	// than InFlight); MoreJobs counts those found but not listed.
+	Jobs     []*app.Job
+	MoreJobs int
+}
+
+// Bounds of the in-flight jobs the workers page lists.
+const (
+	inFlightRead = 500 // processing jobs read, newest first
+	inFlightShow = 5   // listed per worker
+)
+
+// inFlight groups the newest processing jobs by the worker that claimed
+// them: one listing, bounded, for the whole page.
+func (p *pages) inFlight(ctx context.Context) (map[string][]*app.Job, error) {
+	page, err := p.svc.List(ctx, app.ListInput{Status: string(app.StatusProcessing), Limit: inFlightRead})
+	if err != nil {
+		return nil, err
+	}
+	by := map[string][]*app.Job{}
+	for i := len(page.Jobs) - 1; i >= 0; i-- { // oldest first
+		if j := page.Jobs[i]; j.WorkerID != "" {
+			by[j.WorkerID] = append(by[j.WorkerID], j)
+		}
+	}
+	return by, nil
 }
 
 // workers is GET /workers: the registered workers the token may see
@@ -42,6 +70,10 @@ func (p *pages) workers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	jobs, err := p.inFlight(c.Request().Context())
+	if err != nil {
+		return err
+	}
 	v := workersView{base: p.base(c, "Workers", "workers"), Counts: map[string]int{}}
 	v.Refresh = 5
 	if truncated && v.Flash == nil {
@@ -49,9 +81,14 @@ func (p *pages) workers(c echo.Context) error {
 	}
 	for _, w := range visibleWorkers(who(c), ws) {
 		v.Counts[w.State]++
-		v.Workers = append(v.Workers, workerRow{Worker: w, QueueText: w.Queues.String(),
+		row := workerRow{Worker: w, QueueText: w.Queues.String(),
 			CanQuiet: w.Command == app.WorkerRun && w.State != app.WorkerGone,
-			CanStop:  w.Command != app.WorkerStop && w.State != app.WorkerGone})
+			CanStop:  w.Command != app.WorkerStop && w.State != app.WorkerGone}
+		row.Jobs = jobs[w.ID]
+		if len(row.Jobs) > inFlightShow {
+			row.Jobs, row.MoreJobs = row.Jobs[:inFlightShow], len(row.Jobs)-inFlightShow
+		}
+		v.Workers = append(v.Workers, row)
 	}
 	return p.render(c, http.StatusOK, "workers", v)
 }

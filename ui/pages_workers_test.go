@@ -1,6 +1,7 @@
 package ui_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -163,5 +164,31 @@ func TestBrowserWorkers(t *testing.T) {
 				t.Errorf("%s", p)
 			}
 		})
+	}
+}
+
+// The workers page lists the jobs each worker runs (its in-flight jobs,
+// linked), as well as their count.
+func TestWorkersPageInFlightJobs(t *testing.T) {
+	env := newUIEnv(t, ui.Options{}, false)
+	registerPageWorkers(t, env)
+	mustSubmit(t, env.svc, app.SubmitInput{Queue: "emails", Kind: "email.welcome"}, app.SubmitInput{Queue: "emails", Kind: "email.welcome"})
+	if err := env.svc.SetPaused(t.Context(), "emails", false, "test"); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := env.svc.Claim(t.Context(), "emails", app.ClaimInput{WorkerID: "box-2:42-aa", Limit: 2})
+	if err != nil || len(jobs) == 0 {
+		t.Fatalf("claim as box-2:42-aa: %v, %d jobs", err, len(jobs))
+	}
+	a := newUIClient(t, env.URL).get("/workers")
+	wantStatus(t, "/workers", a, http.StatusOK)
+	for _, j := range jobs {
+		wantBody(t, "/workers", a, fmt.Sprintf(`<a class="mono" href="/jobs/%d">#%d</a>`, j.ID, j.ID))
+	}
+	// The other worker runs none of them.
+	row := a.body[strings.Index(a.body, "&lt;script&gt;alert"):]
+	row = row[:strings.Index(row, "</tr>")]
+	if strings.Contains(row, `class="in-flight"`) {
+		t.Fatalf("a worker that claimed nothing lists in-flight jobs: %s", row)
 	}
 }
