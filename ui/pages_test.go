@@ -731,7 +731,8 @@ func TestPagesJobsList(t *testing.T) {
 	wantBody(t, "jobs", a, fmt.Sprintf("<b>%s</b> jobs match", thousands(int64(n))), `data-refresh="5"`, `<div data-live id="jobs-list">`,
 		`<datalist id="kind-suggestions"><option value="email.digest"></option><option value="email.welcome"></option>`,
 		`<option value="seed"></option>`, `list="kind-suggestions"`, `list="tag-suggestions"`, `action="/jobs/go"`,
-		`placeholder="any kind; email.* for a prefix"`, `<button class="btn btn-sm btn-danger-ghost" type="submit" name="op" value="delete" data-needs-selection>Delete…</button>`)
+		`placeholder="any kind; email.* for a prefix"`, `<button class="btn btn-sm btn-danger-ghost" type="submit" name="op" value="delete" data-needs-selection>Delete…</button>`,
+		`<a class="btn btn-sm btn-danger-ghost" href="/jobs/confirm?op=delete&amp;queue=emails">Delete…</a>`)
 
 	a = u.get("/jobs?kind=" + url.QueryEscape("email.*") + "&limit=20")
 	wantStatus(t, "kind prefix", a, http.StatusOK)
@@ -814,7 +815,9 @@ func TestPagesJobPage(t *testing.T) {
 	// A result with HTML in it reads as the payload does.
 	mustSubmit(t, env.svc, app.SubmitInput{Queue: "esc", Kind: "html", Payload: json.RawMessage(`{"html":"<b>bold</b> & <script>x()</script>"}`)})
 	c := mustClaim(t, env.svc, "esc", 1)[0]
-	if err := env.svc.Complete(t.Context(), c.ID, c.Lease, json.RawMessage(`{"html":"<b>bold</b> & <script>x()</script>","path":"C:\\u003cdir"}`)); err != nil {
+	// As a Go worker sends it: json.Marshal writes <, > and & as \u003c, \u003e, \u0026.
+	result := `{"html":"\u003cb\u003ebold\u003c/b\u003e \u0026 \u003cscript\u003ex()\u003c/script\u003e","path":"C:\\u003cdir"}`
+	if err := env.svc.Complete(t.Context(), c.ID, c.Lease, json.RawMessage(result)); err != nil {
 		t.Fatal(err)
 	}
 	a = u.get(fmt.Sprintf("/jobs/%d", c.ID))
