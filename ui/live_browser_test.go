@@ -100,6 +100,34 @@ func TestBrowserLivePages(t *testing.T) {
 		t.Fatal("the page was reloaded (the window's mark is gone)")
 	}
 
+	// A burst of events is one re-read a second or so, not one each.
+	reads := `performance.getEntriesByType("resource").filter(e => e.name === location.href).length`
+	before := eval[int](tb, reads)
+	for i := range 30 {
+		postJob(t, env.URL, fmt.Sprintf(`{"queue":"emails","kind":"live.burst","payload":{"n":%d}}`, i))
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if n := eval[int](tb, reads) - before; n < 1 || n > 5 {
+		t.Errorf("30 events over about 2 s made the page read itself %d times, want a few (at most about one a second)", n)
+	}
+
+	// A ticked row holds the updates (the tick stays); unticked, they come.
+	tb.click(fmt.Sprintf(`input[name="id"][value="%d"]`, id))
+	held := postJob(t, env.URL, `{"queue":"emails","kind":"live.check","payload":{"n":"held"}}`)
+	if _, ok := tb.waitFor(row(held)+" !== null", 2500*time.Millisecond); ok {
+		t.Error("a page with a ticked row swapped its rows")
+	}
+	if !eval[bool](tb, fmt.Sprintf(`document.querySelector('input[name="id"][value="%d"]').checked`, id)) {
+		t.Error("the ticked row lost its tick")
+	}
+	tb.wantText("[data-live-status]", "held")
+	tb.click(fmt.Sprintf(`input[name="id"][value="%d"]`, id))
+	eval[bool](tb, `document.activeElement.blur(), true`)
+	if _, ok := tb.waitFor(row(held)+" !== null", 4*time.Second); !ok {
+		t.Error("after unticking the row the page does not catch up")
+	}
+
 	// Paused, nothing changes; the choice lasts for the tab; resumed, it catches up.
 	tb.click("[data-live-pause]")
 	if p := eval[string](tb, `document.querySelector("[data-live-pause]").getAttribute("aria-pressed")`); p != "true" {
