@@ -284,6 +284,9 @@ func testSuggestValues(e *env) {
 	if got, err := svc.Suggest(e.ctx, "queue", "sg.", 0); err != nil || !slices.Equal(got, []string{"sg.one", "sg.two"}) {
 		e.t.Errorf("Suggest(queue, sg.) = %q, %v", got, err)
 	}
+	if got, err := svc.Suggest(e.ctx, "queue", "", 1); err != nil || !slices.Equal(got, []string{"other"}) {
+		e.t.Errorf("Suggest(queue, \"\", 1) = %q, %v; want [other]", got, err)
+	}
 	if got, err := svc.Suggest(e.ctx, "kind", "sms", 0); err != nil || !slices.Equal(got, []string{"sms.send"}) {
 		e.t.Errorf("Suggest(kind, sms) = %q, %v", got, err)
 	}
@@ -402,6 +405,18 @@ func testLiveBulkDelete(e *env) {
 	if n, _ := e.s.CountJobs(e.ctx, app.JobFilter{}); n != 4 {
 		e.t.Errorf("%d jobs in all, want 4", n)
 	}
+	// The rule itself refuses a job that is not finished, whoever calls it.
+	err = e.s.Write(e.ctx, func(tx app.Tx) error {
+		j, err := tx.Job(queued.ID)
+		if err != nil {
+			return err
+		}
+		return app.DeleteFinished(tx, j)
+	})
+	if !errors.Is(err, app.ErrIllegalTransition) {
+		e.t.Errorf("DeleteFinished of a queued job: %v, want illegal transition", err)
+	}
+	e.get(queued.ID)
 }
 
 func testLiveDeleteOfAWorkflowStep(e *env) {
