@@ -36,6 +36,11 @@ func pageListInput(c echo.Context) (app.ListInput, error) {
 	in, err := listInput(c)
 	if prefix, ok := strings.CutSuffix(in.Kind, "*"); ok {
 		in.Kind, in.KindPrefix = "", prefix
+		if err == nil && prefix != "" {
+			if kerr := app.ValidateKind(prefix); kerr != nil { // in the field's words, not the API's kind_prefix
+				err = app.Invalid("kind", "kind prefix %v, followed by *", kerr)
+			}
+		}
 	}
 	if err != nil {
 		return in, err

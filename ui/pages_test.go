@@ -750,6 +750,10 @@ func TestPagesJobsList(t *testing.T) {
 		t.Error("a kind prefix offers the bulk actions on the filter (they take a whole kind)")
 	}
 
+	a = u.get("/jobs?kind=" + url.QueryEscape("bad kind*"))
+	wantStatus(t, "bad kind prefix", a, http.StatusBadRequest)
+	wantBody(t, "bad kind prefix", a, "flash-error", "kind prefix &#34;bad kind&#34; must be", `name="kind" value="bad kind*"`)
+
 	a = u.get("/jobs?status=scheduled&limit=1000")
 	wantBody(t, "scheduled view", a, "soonest first", `aria-sort="ascending"`, "badge-scheduled")
 	if strings.Contains(a.body, `name="order"`) {
