@@ -93,7 +93,8 @@ func (p *pages) drainConfirm(c echo.Context) error {
 		Count: res.Count, Jobs: res.Jobs, More: res.Count - len(res.Jobs), Danger: true,
 		Heading: fmt.Sprintf("Drain queue %s: cancel %s%s?", q, plural(res.Count, "waiting job", "waiting jobs"), split),
 		Text: "Every job of the queue that waits to run is cancelled (reason “drained”): queued ones, due now, and scheduled ones, " +
-			"due later (retries waiting out their backoff among them). Running jobs finish. This cannot be undone.",
+			"due later (retries waiting out their backoff among them), counted here a moment ago: jobs that arrive before you press the button go too. " +
+			"Running jobs finish. This cannot be undone.",
 		Button: "Cancel " + plural(res.Count, "job", "jobs"),
 		Fields: []formField{{"queue", q}}}
 	return p.render(c, http.StatusOK, "confirm", v)
