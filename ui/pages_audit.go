@@ -170,7 +170,7 @@ func (p *pages) audit(c echo.Context) error {
 	if c.QueryParam("before") != "" {
 		v.FirstURL = link("/audit", append(f.pairs(), "limit", c.QueryParam("limit"))...)
 	}
-	if v.Queues, err = p.queueNames(ctx, ""); err != nil {
+	if v.Queues, err = p.queueNames(ctx, f.Queue); err != nil {
 		return err
 	}
 	return p.render(c, status, "audit", v)
