@@ -613,6 +613,7 @@ func browse(t *testing.T, tb *tab, env *uiEnv) {
 	}
 	shot("job")
 	tb.submit(fmt.Sprintf(`.head-actions a[href^="/jobs/confirm?"][href*="op=cancel"][href*="&id=%d&"]`, id)) // cancel goes through the confirm page
+	tb.wantText("h1", fmt.Sprintf("Cancel job #%d?", id))
 	tb.submit(`.confirm button[type="submit"]`)
 	tb.wantText(".flash", fmt.Sprintf("Job #%d cancelled.", id))
 	tb.wantText("h1", "cancelled")

@@ -351,7 +351,7 @@
     function planCheck() {
       window.clearTimeout(S.watch);
       S.watch = 0;
-      if (!S.paused && (S.down || !S.open)) S.watch = window.setTimeout(check, 3000);
+      if (!S.paused && !document.hidden && (S.down || !S.open)) S.watch = window.setTimeout(check, 3000);
     }
 
     function connect() {
@@ -482,7 +482,20 @@
     // A refresh held back (hidden tab, typing, ticked rows) runs once the
     // reason is gone.
     var resume = function () { if (S.stale && !S.paused && !hold()) { S.held = ""; schedule(false); } };
-    document.addEventListener("visibilitychange", function () { if (!document.hidden) resume(); });
+    // A hidden tab lets go of its stream: a browser holds at most six
+    // connections to a server over HTTP/1.1, and each open tab's stream
+    // would take one. Shown again, it catches up.
+    document.addEventListener("visibilitychange", function () {
+      if (document.hidden) {
+        disconnect();
+        window.clearTimeout(S.watch);
+        return;
+      }
+      if (S.paused) return;
+      connect();
+      S.stale = true;
+      resume();
+    });
     document.addEventListener("focusout", function () { window.setTimeout(resume, 0); });
     document.addEventListener("change", resume);
     window.addEventListener("pagehide", disconnect);
@@ -490,7 +503,7 @@
 
     window.setInterval(function () { if (!S.paused) schedule(false); }, secs * 1000);
     bar.hidden = false;
-    connect();
+    if (!document.hidden) connect();
     status();
   }
 
