@@ -128,6 +128,27 @@ func TestBrowserLivePages(t *testing.T) {
 		t.Error("after unticking the row the page does not catch up")
 	}
 
+	// Keyboard focus in the list holds the updates too (a swap would drop
+	// it): tab from a row's box to its link.
+	tb.click(fmt.Sprintf(`input[name="id"][value="%d"]`, id))
+	tb.click(fmt.Sprintf(`input[name="id"][value="%d"]`, id)) // ticked and unticked: focus stays on the box
+	key(tb, "\t")
+	focused := eval[string](tb, `document.activeElement.getAttribute("href") || ""`)
+	if focused != fmt.Sprintf("/jobs/%d", id) {
+		t.Fatalf("tab from job %d's box went to %q, want its link", id, focused)
+	}
+	kept := postJob(t, env.URL, `{"queue":"emails","kind":"live.check","payload":{"n":"focus"}}`)
+	if _, ok := tb.waitFor(row(kept)+" !== null", 2500*time.Millisecond); ok {
+		t.Error("the list was swapped under the keyboard focus")
+	}
+	if got := eval[string](tb, `document.activeElement.getAttribute("href") || ""`); got != focused {
+		t.Errorf("the keyboard focus moved to %q", got)
+	}
+	eval[bool](tb, `document.activeElement.blur(), true`)
+	if _, ok := tb.waitFor(row(kept)+" !== null", 4*time.Second); !ok {
+		t.Error("after the focus left the list the page does not catch up")
+	}
+
 	// Paused, nothing changes; the choice lasts for the tab; resumed, it catches up.
 	tb.click("[data-live-pause]")
 	if p := eval[string](tb, `document.querySelector("[data-live-pause]").getAttribute("aria-pressed")`); p != "true" {

@@ -393,13 +393,22 @@
     }
 
     // hold says why the regions must not be swapped now: the user is
-    // typing in a form inside one, or has ticked rows in one.
+    // typing in a form inside one, has ticked rows in one, or moves
+    // through one with the keyboard (a swap would drop the focus; a mouse
+    // user's focus, not :focus-visible, does not hold it).
     function hold() {
       var a = document.activeElement;
-      if (a && a.closest && a.closest("[data-live] form") && a.matches("input:not([type=checkbox]), select, textarea")) return "while you edit";
+      if (a && a.closest && a.closest("[data-live]")) {
+        if (a.matches("input:not([type=checkbox]):not([type=radio]), select, textarea")) return "while you type";
+        if (focusVisible(a)) return "while the keyboard focus is in them";
+      }
       var rows = document.querySelectorAll("[data-live] input[type=checkbox][name=id]");
       for (var i = 0; i < rows.length; i++) if (rows[i].checked) return "while rows are ticked";
       return "";
+    }
+
+    function focusVisible(el) {
+      try { return el.matches(":focus-visible"); } catch (e) { return true; }
     }
 
     // schedule plans a refresh: at once when none ran this past second,
