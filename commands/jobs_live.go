@@ -55,7 +55,7 @@ func liveCommand(action string) *cli.Command {
 		&cli.StringFlag{Name: "kind", Usage: "only this kind"},
 		&cli.StringFlag{Name: "tag", Usage: "only jobs with this tag"},
 		&cli.StringFlag{Name: "key", Usage: "only the jobs of this flow-control key"},
-		&cli.StringFlag{Name: "status", Usage: "only jobs of this status (queued, scheduled, processing, done, cancelled): narrows"},
+		&cli.StringFlag{Name: "status", Usage: "only jobs of this status (queued, scheduled, retrying, processing, done, cancelled): narrows"},
 		&cli.IntFlag{Name: "workflow", Usage: "only the jobs of this workflow's released steps"},
 		&cli.IntFlag{Name: "replayed-from", Usage: "only the jobs replayed from this dead-letter row"},
 	}, liveFilterFlags(), bulkFlags())

@@ -397,7 +397,7 @@ func jobsCommand() *cli.Command {
 					"Examples:\n  queue jobs list --status scheduled --json\n  queue jobs list --status dead_letter\n  queue jobs list --queue sync --key acct-42",
 				Flags: withFlags(serverFlags(), []cli.Flag{
 					&cli.StringFlag{Name: "queue"}, &cli.StringFlag{Name: "kind"}, &cli.StringFlag{Name: "tag"},
-					&cli.StringFlag{Name: "status", Usage: "queued, scheduled, processing, done, cancelled or dead_letter"},
+					&cli.StringFlag{Name: "status", Usage: "queued, scheduled, retrying, processing, done, cancelled or dead_letter"},
 					&cli.IntFlag{Name: "workflow", Usage: "only the jobs of this workflow's released steps"},
 					&cli.IntFlag{Name: "replayed-from", Usage: "only the jobs replayed from this dead-letter row"},
 					&cli.StringFlag{Name: "key", Usage: "only the jobs of this flow-control key"},
