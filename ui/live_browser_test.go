@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -187,8 +188,18 @@ func TestBrowserLivePages(t *testing.T) {
 func TestBrowserServerDown(t *testing.T) {
 	browser := newBrowser(t)
 	env := newUIEnv(t, ui.Options{}, false)
-	handler := openapitest.Handler(t, ui.New(ui.Options{Service: env.svc, Scheduler: env.sched,
+	inner := openapitest.Handler(t, ui.New(ui.Options{Service: env.svc, Scheduler: env.sched,
 		Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)}))
+	// failing makes the pages (not the API, nor /readyz) answer 500: a
+	// server that is there but cannot serve the page.
+	var failing atomic.Bool
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if failing.Load() && r.URL.Path == "/" {
+			http.Error(w, "store down", http.StatusInternalServerError)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -212,6 +223,20 @@ func TestBrowserServerDown(t *testing.T) {
 	}
 	if tb.visible("[data-down-banner]") {
 		t.Fatal("the banner shows while the server is up")
+	}
+
+	// The server answers, but not the page: the banner says so, and goes
+	// when the page can be read again.
+	failing.Store(true)
+	mustSubmit(t, env.svc, app.SubmitInput{Queue: "emails", Kind: "while.failing"}) // an event: the page reads itself
+	if _, ok := tb.waitFor(`!document.querySelector("[data-down-banner]").hidden`, 10*time.Second); !ok {
+		t.Errorf("the page cannot be refreshed (500) but shows no banner (live bar: %q)", tb.text("[data-live-status]"))
+	} else {
+		tb.wantText("[data-down-banner]", "could not refresh this page since", "500", "may be out of date")
+	}
+	failing.Store(false)
+	if _, ok := tb.waitFor(`document.querySelector("[data-down-banner]").hidden`, 10*time.Second); !ok {
+		t.Errorf("the page answers again but the banner stays: %q", tb.text("[data-down-banner]"))
 	}
 
 	srv.Close() // the listener and every connection, the event stream's too
@@ -245,6 +270,9 @@ func TestBrowserServerDown(t *testing.T) {
 	}
 	for _, p := range tb.problems() {
 		// While the server is away the browser logs each refused request.
+		if strings.Contains(p, "status of 500") && strings.HasSuffix(strings.TrimSpace(p), "/") {
+			continue // the page refused on purpose
+		}
 		if strings.Contains(p, "ERR_CONNECTION_REFUSED") || strings.Contains(p, "ERR_EMPTY_RESPONSE") || strings.Contains(p, "ERR_CONNECTION_RESET") ||
 			strings.Contains(p, "Failed to fetch") || strings.Contains(p, "ERR_CONNECTION_CLOSED") || strings.Contains(p, "ERR_INCOMPLETE_CHUNKED_ENCODING") || strings.Contains(p, "aborted") {
 			continue
