@@ -3,7 +3,6 @@ package app
 import (
 	"cmp"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -17,11 +16,19 @@ const (
 	StatusRetrying = "retrying"
 )
 
-// PrefixEnd is the exclusive upper bound of the strings that start with
-// prefix, compared byte for byte: prefix followed by U+10FFFF, the largest
-// code point, whose UTF-8 no other character's exceeds. (A string going on
-// with U+10FFFF itself would fall outside; kinds are ASCII.)
-func PrefixEnd(prefix string) string { return prefix + "\U0010FFFF" }
+// PrefixEnd is the exclusive upper bound of the kinds (and tags) that
+// start with prefix, compared byte for byte: prefix followed by DEL
+// (0x7f). Kinds and tags hold only A-Z a-z 0-9 _ . : - (ValidateKind,
+// ValidateTag), every one below DEL, so each that starts with prefix sorts
+// below the bound. The bound is ASCII, which every database encoding holds:
+// a character past ASCII (U+10FFFF, say) cannot be sent to a PostgreSQL
+// database whose encoding lacks it (LATIN1, SQL_ASCII).
+func PrefixEnd(prefix string) string { return prefix + "\x7f" }
+
+// InPrefixRange reports whether s lies in the range the SQL stores read for
+// prefix, [prefix, PrefixEnd(prefix)): the memory store's test, so that
+// the three agree even on a string no kind could be.
+func InPrefixRange(s, prefix string) bool { return s >= prefix && s < PrefixEnd(prefix) }
 
 // Cond is one condition of a filter, the form in which a filter's meaning
 // is written once: the SQL stores render it as SQL, the memory store
@@ -48,7 +55,7 @@ const (
 	OpHas Op = "has" // the field (a list: tags) holds the value
 	// OpPrefix: the field (a string) starts with the value, byte for byte
 	// (no wildcards). The SQL stores render it as a range, field >= value
-	// AND field < value+U+10FFFF (PrefixEnd), which an index can serve.
+	// AND field < PrefixEnd(value), which an index can serve.
 	OpPrefix Op = "prefix"
 	// The key operators compare a row's place in a listing by a time and
 	// then id, (Field, id), with a *DeadKey (its MovedAt holds the time of
@@ -206,7 +213,7 @@ func (c Cond) holds(v any, field func(string) any) bool {
 	case OpHas:
 		return slices.Contains(v.([]string), c.Value.(string))
 	case OpPrefix:
-		return strings.HasPrefix(v.(string), c.Value.(string))
+		return InPrefixRange(v.(string), c.Value.(string))
 	case OpPayload, OpContains:
 		return c.holdsLive(v)
 	}

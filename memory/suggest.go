@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/queuehq/queue/app"
 )
@@ -26,12 +25,12 @@ func (s *Store) Values(ctx context.Context, field, prefix string, limit int) ([]
 	slices.Reverse(ids)
 	for i, id := range ids {
 		j := s.jobs[id]
-		if field == "kind" && strings.HasPrefix(j.Kind, prefix) {
+		if field == "kind" && app.InPrefixRange(j.Kind, prefix) {
 			seen[j.Kind] = true
 		}
 		if field == "tag" && i < app.MaxTagScan {
 			for _, t := range j.Tags {
-				if strings.HasPrefix(t, prefix) {
+				if app.InPrefixRange(t, prefix) {
 					seen[t] = true
 				}
 			}
