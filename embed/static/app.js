@@ -260,7 +260,7 @@
   // a live page shows.
   var EVENTS = ["job.submitted", "job.started", "job.succeeded", "job.retry_scheduled", "job.dead_lettered", "job.cancelled",
     "job.cancel_requested", "job.snoozed", "job.debounced", "job.expired", "job.lease_lost", "job.rescheduled",
-    "job.reprioritized", "job.progress", "dlq.replayed", "dlq.purged", "queue.paused", "queue.resumed",
+    "job.reprioritized", "job.progress", "job.deleted", "dlq.replayed", "dlq.purged", "queue.paused", "queue.resumed",
     "settings.changed", "worker.changed", "workflow.submitted", "workflow.blocked", "workflow.running",
     "workflow.done", "workflow.cancelled", "message"];
 
@@ -276,7 +276,7 @@
       paused: get(session, PAUSE_KEY) === "1",
       es: null, open: false, retry: 2000, reconnect: 0,
       timer: 0, inflight: false, again: false, lastStart: 0, lastOK: new Date(now()),
-      stale: false, held: "", down: null, why: "", watch: 0, checking: false
+      stale: false, held: "", down: null, why: "", watch: 0, checking: false, gone: false
     };
     document.querySelectorAll("[data-nojs-live]").forEach(function (el) { el.hidden = true; });
 
@@ -302,7 +302,9 @@
       button.setAttribute("aria-pressed", S.paused ? "true" : "false");
       if (S.down && !S.paused) {
         var since = clockText(S.down);
-        banner.textContent = S.why === "auth" ?
+        banner.textContent = S.why === "gone" ?
+          "What this page shows no longer exists (the server answered 404 at " + since + "); updates have stopped." :
+          S.why === "auth" ?
           "Your session has ended (the server refused this page at " + since + "); reload to log in again. What you see may be out of date." :
           S.why ? "The server could not refresh this page since " + since + " (it answered " + S.why + "); what you see may be out of date." :
           "Cannot reach the server since " + since + "; what you see may be out of date.";
@@ -334,12 +336,12 @@
     // every 3 s while the stream is down or the page cannot be refreshed;
     // when it answers again, the page is refreshed (which lifts the banner).
     function check() {
-      if (S.checking || S.paused) return;
+      if (S.checking || S.paused || S.gone) return;
       S.checking = true;
       timed("/readyz", { method: "HEAD" }, 3000)
         .then(function () {
           if (S.down) schedule(true);
-          if (!S.es) connect();
+          if (!S.es && !S.reconnect) connect(); // a refused stream waits for its backoff
         }, function () {
           trouble("");
         })
@@ -351,11 +353,13 @@
     function planCheck() {
       window.clearTimeout(S.watch);
       S.watch = 0;
-      if (!S.paused && !document.hidden && (S.down || !S.open)) S.watch = window.setTimeout(check, 3000);
+      if (!S.paused && !S.gone && !document.hidden && (S.down || !S.open)) S.watch = window.setTimeout(check, 3000);
     }
 
     function connect() {
-      if (S.paused || S.es || !window.EventSource) return;
+      if (S.paused || S.gone || S.es || !window.EventSource) return;
+      window.clearTimeout(S.reconnect);
+      S.reconnect = 0;
       var es = new EventSource(streamURL());
       S.es = es;
       es.onopen = function () {
@@ -368,8 +372,7 @@
         S.open = false;
         if (es.readyState === 2) { // closed for good (the stream was refused): a new one later
           if (S.es === es) S.es = null;
-          window.clearTimeout(S.reconnect);
-          S.reconnect = window.setTimeout(connect, S.retry);
+          later(S.retry);
           S.retry = Math.min(S.retry * 2, 60000);
         }
         status();
@@ -377,19 +380,26 @@
       };
       var onEvent = function () { schedule(false); };
       EVENTS.forEach(function (t) { es.addEventListener(t, onEvent); });
-      es.addEventListener("overflow", function () { // the stream fell behind: a fresh one, and a refresh
+      es.addEventListener("overflow", function () { // the stream fell behind: a fresh one soon, and a refresh
         es.close();
-        S.es = null;
+        if (S.es === es) S.es = null;
         S.open = false;
-        connect();
+        later(1000 + Math.random() * 2000); // a burst (a bulk action) would overflow a stream opened at once
         schedule(false);
       });
+    }
+    // later opens a new stream after ms: the only way a refused or
+    // overflowed stream comes back, so neither can loop.
+    function later(ms) {
+      window.clearTimeout(S.reconnect);
+      S.reconnect = window.setTimeout(function () { S.reconnect = 0; connect(); }, ms);
     }
     function disconnect() {
       if (S.es) S.es.close();
       S.es = null;
       S.open = false;
       window.clearTimeout(S.reconnect);
+      S.reconnect = 0;
     }
 
     // hold says why the regions must not be swapped now: the user is
@@ -414,25 +424,27 @@
     // schedule plans a refresh: at once when none ran this past second,
     // else one second after the last began; events meanwhile join it.
     function schedule(soon) {
-      if (S.paused || S.timer) return;
+      if (S.paused || S.gone || S.timer) return;
       var wait = soon ? 0 : Math.max(150, S.lastStart + 1000 - Date.now());
       S.timer = window.setTimeout(function () { S.timer = 0; refresh(); }, wait);
     }
 
     function refresh() {
-      if (S.paused) return;
+      if (S.paused || S.gone) return;
       if (S.inflight) { S.again = true; return; }
       if (document.hidden) { S.stale = true; return; }
+      var why = hold(); // no read while it could not be shown
+      if (why) { S.held = why; S.stale = true; status(); return; }
       S.inflight = true;
       S.lastStart = Date.now();
       timed(window.location.href, { headers: { "Accept": "text/html" }, redirect: "manual" }, 5000)
         .then(function (r) {
-          if (!r.ok) {
-            var err = new Error("status " + r.status);
-            err.why = r.status === 401 || r.status === 403 || r.type === "opaqueredirect" ? "auth" : String(r.status);
-            throw err;
-          }
-          return r.text();
+          // A page that answers 400 or 409 is still the page (its form
+          // with the message): shown, not a server problem.
+          if (r.ok || (r.status >= 400 && r.status < 500 && [401, 403, 404, 429].indexOf(r.status) < 0)) return r.text();
+          var err = new Error("status " + r.status);
+          err.why = r.status === 401 || r.status === 403 || r.type === "opaqueredirect" ? "auth" : r.status === 404 ? "gone" : String(r.status);
+          throw err;
         })
         .then(function (html) {
           if (S.paused) return;
@@ -441,6 +453,10 @@
           S.down = null;
           S.why = "";
         }, function (err) {
+          if (err && err.why === "gone") { // deleted meanwhile: nothing more to follow
+            S.gone = true;
+            disconnect();
+          }
           if (err && err.why) trouble(err.why);
           else check(); // no answer: is the server gone?
         })
