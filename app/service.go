@@ -218,10 +218,14 @@ type ListInput struct {
 	// time, then id: the order scheduled and retrying jobs run in).
 	Order string
 	// Count asks for the total the filter matches (JobPage.Total).
-	Count  bool
-	Limit  int
-	Cursor string
-	Asc    bool
+	Count bool
+	// CountCap, if positive, bounds the count (Go callers only: the
+	// console's page; the API's count=true is exact): past it, Total is
+	// CountCap and TotalCapped is set.
+	CountCap int
+	Limit    int
+	Cursor   string
+	Asc      bool
 }
 
 // JobPage is one page of a job listing.
@@ -230,6 +234,9 @@ type JobPage struct {
 	NextCursor string `json:"next_cursor"`
 	// Total is how many jobs the filter matches, when asked (count=true).
 	Total *int `json:"total,omitempty"`
+	// TotalCapped: the filter matches more than ListInput.CountCap jobs;
+	// Total is the cap.
+	TotalCapped bool `json:"-"`
 }
 
 // List returns one page of jobs, newest first unless in.Asc; with Order
@@ -276,9 +283,13 @@ func (s *Service) List(ctx context.Context, in ListInput) (*JobPage, error) {
 		page.NextCursor = EncodeCursor(page.Jobs[last].ID, f.Asc)
 	}
 	if in.Count {
+		f.CountCap = max(in.CountCap, 0)
 		n, err := s.Store.CountJobs(ctx, f)
 		if err != nil {
 			return nil, err
+		}
+		if f.CountCap > 0 && n > f.CountCap {
+			n, page.TotalCapped = f.CountCap, true
 		}
 		page.Total = &n
 	}

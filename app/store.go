@@ -85,7 +85,8 @@ type JobStore interface {
 	// fenced on its own, so the slice of errors matches items one to one.
 	// The error is for the call as a whole (the store failed).
 	Complete(ctx context.Context, items []Completion) ([]error, error)
-	// CountJobs counts jobs matching f (cursor fields ignored).
+	// CountJobs counts jobs matching f (cursor fields ignored), at most
+	// f.CountCap+1 of them when f.CountCap is positive.
 	CountJobs(ctx context.Context, f JobFilter) (int, error)
 	// Values returns up to limit distinct values of field, "kind" or
 	// "tag", that start with prefix (byte for byte), in byte order: the
@@ -445,6 +446,11 @@ type JobFilter struct {
 	JobMatch
 	Asc   bool
 	Limit int
+	// CountCap, if positive, lets CountJobs stop at CountCap+1 jobs (a
+	// count past the cap answers CountCap+1, however many match): a page
+	// that re-reads its total every second need not count a million jobs
+	// each time. 0 counts them all.
+	CountCap int
 }
 
 // Empty reports whether f selects by nothing but ids/paging.

@@ -531,7 +531,11 @@ func (s *Store) CountJobs(ctx context.Context, f app.JobFilter) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f.AfterID, f.Limit = 0, len(s.jobs)+1
-	return len(s.selectJobs(f, s.clock.Now(), 0)), nil
+	n := len(s.selectJobs(f, s.clock.Now(), 0))
+	if f.CountCap > 0 {
+		n = min(n, f.CountCap+1)
+	}
+	return n, nil
 }
 
 // JobEvents implements app.Store.

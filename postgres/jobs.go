@@ -198,7 +198,11 @@ func listOrder(f app.JobFilter) string {
 func (s *Store) CountJobs(ctx context.Context, f app.JobFilter) (n int, err error) {
 	f.AfterID = 0
 	w := jobWhere(f, s.now())
-	if err := s.readRow(ctx, `SELECT count(*) FROM jobs`+w.String(), w.args, &n); err != nil {
+	q := `SELECT count(*) FROM jobs` + w.String()
+	if f.CountCap > 0 { // stop at the cap's next row
+		q = `SELECT count(*) FROM (SELECT 1 FROM jobs` + w.String() + ` LIMIT ` + w.add(f.CountCap+1) + `) AS capped`
+	}
+	if err := s.readRow(ctx, q, w.args, &n); err != nil {
 		return 0, fmt.Errorf("count jobs: %w", err)
 	}
 	return n, nil

@@ -214,8 +214,12 @@ func listOrder(f app.JobFilter) string {
 func (s *Store) CountJobs(ctx context.Context, f app.JobFilter) (int, error) {
 	f.AfterID = 0
 	w := jobWhere(f, s.clock.Now())
+	q, args := `SELECT count(*) FROM jobs`+w.String(), w.args
+	if f.CountCap > 0 { // stop at the cap's next row
+		q, args = `SELECT count(*) FROM (SELECT 1 FROM jobs`+w.String()+` LIMIT ?)`, append(args, f.CountCap+1)
+	}
 	var n int
-	err := s.rdb.QueryRowContext(ctx, `SELECT count(*) FROM jobs`+w.String(), w.args...).Scan(&n)
+	err := s.rdb.QueryRowContext(ctx, q, args...).Scan(&n)
 	return n, mapErr(err)
 }
 

@@ -19,6 +19,7 @@ func init() {
 	extraCases["ListByRunAtPages"] = testListByRunAtPages
 	extraCases["ListKindPrefix"] = testListKindPrefix
 	extraCases["ListCountsTotal"] = testListCountsTotal
+	extraCases["ListCountCap"] = testListCountCap
 	extraCases["SuggestValues"] = testSuggestValues
 	extraCases["LiveBulkDelete"] = testLiveBulkDelete
 	extraCases["LiveDeleteOfAWorkflowStep"] = testLiveDeleteOfAWorkflowStep
@@ -241,6 +242,36 @@ func testListCountsTotal(e *env) {
 	page, err = svc.List(e.ctx, app.ListInput{Status: "dead_letter", Queue: "ctd", Limit: 1, Count: true})
 	if err != nil || page.Total == nil || *page.Total != 2 || len(page.Jobs) != 1 {
 		e.t.Fatalf("dead-letter count: %+v, %v; want 1 row of 2", page, err)
+	}
+}
+
+// A capped count stops at the cap's next job: CountJobs answers at most
+// CountCap+1; List says Total is the cap and that it was reached.
+func testListCountCap(e *env) {
+	e.submitN(7, "cc", "k")
+	e.submitN(3, "other", "k")
+	for _, c := range []struct{ cap, want int }{{0, 7}, {1, 2}, {3, 4}, {6, 7}, {7, 7}, {100, 7}} {
+		if n, err := e.s.CountJobs(e.ctx, app.JobFilter{Queue: "cc", CountCap: c.cap}); err != nil || n != c.want {
+			e.t.Errorf("CountJobs(queue cc, cap %d) = %d, %v; want %d", c.cap, n, err, c.want)
+		}
+	}
+	if n, err := e.s.CountJobs(e.ctx, app.JobFilter{Status: "queued", Kind: "k", CountCap: 8}); err != nil || n != 9 {
+		e.t.Errorf("CountJobs(queued, cap 8) of 10 = %d, %v; want 9", n, err)
+	}
+	svc := e.service(nil)
+	for _, c := range []struct {
+		cap, total int
+		capped     bool
+	}{{0, 7, false}, {5, 5, true}, {6, 6, true}, {7, 7, false}, {10_000, 7, false}} {
+		page, err := svc.List(e.ctx, app.ListInput{Queue: "cc", Limit: 2, Count: true, CountCap: c.cap})
+		if err != nil || page.Total == nil || *page.Total != c.total || page.TotalCapped != c.capped || len(page.Jobs) != 2 {
+			e.t.Errorf("List(cc, count, cap %d) = %+v, %v; want total %d, capped %v", c.cap, page, err, c.total, c.capped)
+		}
+	}
+	// In the run order too (its own cursor, the same count).
+	page, err := svc.List(e.ctx, app.ListInput{Queue: "cc", Limit: 2, Count: true, CountCap: 3, Order: app.OrderRunAt, Asc: true})
+	if err != nil || page.Total == nil || *page.Total != 3 || !page.TotalCapped {
+		e.t.Errorf("List(cc, run_at, cap 3) = %+v, %v; want total 3, capped", page, err)
 	}
 }
 
