@@ -139,9 +139,10 @@ type jobsView struct {
 	Statuses   []statusChoice
 	Jobs       []*app.Job
 	// Total is how many jobs the filter matches, when the store counted
-	// (Counted).
+	// (Counted); Capped: more than jobsCountCap match, and Total is the cap.
 	Total    int
 	Counted  bool
+	Capped   bool
 	Error    string
 	NextURL  string
 	FirstURL string
@@ -174,6 +175,11 @@ func runOrdered(status string) bool { return status == "scheduled" || status == 
 // suggestLimit is how many kinds or tags a filter field suggests.
 const suggestLimit = 100
 
+// jobsCountCap bounds the jobs page's total ("10,000+ jobs match"): the
+// page re-reads it on every live update, up to once a second per open tab,
+// and an exact count of a million jobs takes a table scan each time.
+const jobsCountCap = 10_000
+
 // jobs is GET /jobs: the filtered, keyset-paginated job list, with the
 // total it matches. A kind ending in "*" matches the kinds starting with
 // the rest; the scheduled and retrying views are in run order.
@@ -192,14 +198,14 @@ func (p *pages) jobs(c echo.Context) error {
 	if v.RunOrder = runOrdered(in.Status); v.RunOrder {
 		list.Order, list.Asc, v.Order = "run_at", true, "desc"
 	}
-	list.Count = true
+	list.Count, list.CountCap = true, jobsCountCap
 	status := http.StatusOK
 	if err == nil {
 		var page *app.JobPage
 		if page, err = p.svc.List(ctx, list); err == nil {
 			v.Jobs = page.Jobs
 			if page.Total != nil {
-				v.Total, v.Counted = *page.Total, true
+				v.Total, v.Counted, v.Capped = *page.Total, true, page.TotalCapped
 			}
 			if page.NextCursor != "" {
 				v.NextURL = p.jobsURL(in, v.Order, page.NextCursor)

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -32,8 +33,27 @@ func (p *pages) liveJobPages(e *echo.Echo, page func(string, echo.HandlerFunc), 
 // by ";" (customer=42; address.city=Oslo), and a kind ending in "*"
 // matches the kinds that start with the rest (email.* finds email.welcome
 // and email.digest; a lone "*" is any kind).
+//
+// Of the API's own parameters (listExtras) the page keeps only what its
+// links carry, so that a next page reads the list its cursor came from:
+// it ignores sort (the page orders by id, and the scheduled and retrying
+// views by run time, itself) and count (it always counts), and reads
+// kind_prefix as the kind field's "prefix*" when the field is empty.
 func pageListInput(c echo.Context) (app.ListInput, error) {
 	in, err := listInput(c)
+	var inv *app.InvalidError
+	if errors.As(err, &inv) && (inv.Field == "sort" || inv.Field == "count") {
+		err = nil
+	}
+	in.Order, in.Count = "", false
+	if asc, oerr := queryOrder(c); oerr == nil {
+		in.Asc = asc // not sort=run_at's soonest first
+	}
+	if in.Kind != "" && !strings.HasSuffix(in.Kind, "*") {
+		in.KindPrefix = "" // the field's kind, which the links carry
+	} else if in.Kind == "" && in.KindPrefix != "" {
+		in.Kind = in.KindPrefix + "*"
+	}
 	if prefix, ok := strings.CutSuffix(in.Kind, "*"); ok {
 		in.Kind, in.KindPrefix = "", prefix
 		if err == nil && prefix != "" {
