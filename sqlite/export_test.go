@@ -51,3 +51,10 @@ var (
 	KeyLoadsSQLForTest = strings.NewReplacer("?1", "'q'", "?2", `'["a","b"]'`, "?3", "1").Replace(keyLoadsSQL)
 	ReleaseSQLForTest  = strings.NewReplacer("?1", "1", "?2", "1", "?3", "'q'", "?4", `'["a","b"]'`).Replace(releaseSQL)
 )
+
+// ListSQLForTest is List's statement for f at now with its arguments, for
+// plan tests.
+func ListSQLForTest(f app.JobFilter, now time.Time) (string, []any) {
+	w := jobWhere(f, now)
+	return `SELECT ` + jobCols + ` FROM jobs` + w.String() + listOrder(f), w.args
+}

@@ -34,22 +34,27 @@ type workerRow struct {
 	CanQuiet  bool
 	CanStop   bool
 	// Jobs are the processing jobs that name it, oldest first, among the
-	// newest inFlightRead processing jobs (so a busy server may list fewer
-	// than InFlight); MoreJobs counts those found but not listed.
+	// inFlightRead processing jobs due last (so a busy server may list
+	// fewer than InFlight); MoreJobs counts those found but not listed.
 	Jobs     []*app.Job
 	MoreJobs int
 }
 
 // Bounds of the in-flight jobs the workers page lists.
 const (
-	inFlightRead = 500 // processing jobs read, newest first
+	inFlightRead = 500 // processing jobs read, latest run time first
 	inFlightShow = 5   // listed per worker
 )
 
-// inFlight groups the newest processing jobs by the worker that claimed
-// them: one listing, bounded, for the whole page.
+// inFlight groups the processing jobs due last by the worker that claimed
+// them: one listing, bounded, for the whole page. It lists in run order,
+// not by id: SQLite serves "status = 'processing' ORDER BY id DESC LIMIT
+// 500" by walking the whole table backwards by id (no statistics tell it
+// how few jobs run; 200 ms at a million jobs, on every refresh), while the
+// run order, which no index of all jobs holds, it reads from the partial
+// index of processing jobs (jobs_processing) and sorts those few.
 func (p *pages) inFlight(ctx context.Context) (map[string][]*app.Job, error) {
-	page, err := p.svc.List(ctx, app.ListInput{Status: string(app.StatusProcessing), Limit: inFlightRead})
+	page, err := p.svc.List(ctx, app.ListInput{Status: string(app.StatusProcessing), Order: app.OrderRunAt, Limit: inFlightRead})
 	if err != nil {
 		return nil, err
 	}
