@@ -565,6 +565,12 @@ func (s *Service) SetPeriodicPaused(ctx context.Context, name string, paused boo
 	}
 	value, _ := json.Marshal(PeriodicState{Paused: paused})
 	err := s.Store.Write(ctx, func(tx Tx) error {
+		// The state first, as a fire reads it (firePaused): on PostgreSQL
+		// reading a setting takes its lock, so a fire that read "not
+		// paused" commits before the pause does, and a later one sees it.
+		if _, err := tx.Setting(SettingPeriodicState, name); err != nil {
+			return err
+		}
 		if e.Source == PeriodicFromAPI {
 			if r, err := tx.Setting(SettingPeriodic, name); err != nil || r == nil {
 				return cmp.Or(err, fmt.Errorf("periodic entry %q: %w", clip(name), ErrNotFound))
