@@ -240,9 +240,15 @@ func (p *pages) jobs(c echo.Context) error {
 	if v.QueueNames, err = p.queueNames(ctx, in.Queue); err != nil {
 		return err
 	}
-	v.Kinds, v.Tags = p.suggest(ctx, "kind"), p.suggest(ctx, "tag")
+	if c.Request().Header.Get(liveReadHeader) == "" { // a live re-read swaps only the regions; the datalists are outside them
+		v.Kinds, v.Tags = p.suggest(ctx, "kind"), p.suggest(ctx, "tag")
+	}
 	return p.render(c, status, "jobs", v)
 }
+
+// liveReadHeader marks app.js's re-read of a live page: it takes only the
+// [data-live] regions, so a page may skip what it shows outside them.
+const liveReadHeader = "X-Queue-Live"
 
 // suggest lists values of field for a filter's <datalist>. The list is a
 // help, not the page: if it cannot be read the page goes without it.

@@ -105,3 +105,22 @@ func TestPagesJobsAPIParamsPageOn(t *testing.T) {
 	wantStatus(t, "kind and kind_prefix", a, http.StatusOK)
 	wantBody(t, "kind and kind_prefix", a, `name="kind" value="seed"`, "<b>0</b> jobs match")
 }
+
+// A live re-read of the jobs page (app.js sends X-Queue-Live) skips the
+// kind and tag suggestions: they are outside the regions it swaps, and
+// reading them on every event would cost each open tab a scan of the
+// newest jobs' tags. A plain read has them.
+func TestPagesJobsLiveReadSkipsSuggestions(t *testing.T) {
+	env := newUIEnv(t, ui.Options{}, false)
+	u := newUIClient(t, env.URL)
+	mustSubmit(t, env.svc, app.SubmitInput{Queue: "emails", Kind: "suggest.me", Tags: []string{"tagged"}})
+	a := u.get("/jobs")
+	wantStatus(t, "jobs", a, http.StatusOK)
+	wantBody(t, "jobs", a, `<option value="suggest.me">`, `<option value="tagged">`)
+	a = u.do(http.MethodGet, "/jobs", nil, map[string]string{"X-Queue-Live": "1"})
+	wantStatus(t, "jobs, live re-read", a, http.StatusOK)
+	if strings.Contains(a.body, `<option value="suggest.me">`) || strings.Contains(a.body, `<option value="tagged">`) {
+		t.Error("a live re-read of /jobs read the suggestions it does not show")
+	}
+	wantBody(t, "jobs, live re-read", a, `id="jobs-list"`)
+}

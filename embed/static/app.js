@@ -437,7 +437,7 @@
       if (why) { S.held = why; S.stale = true; status(); return; }
       S.inflight = true;
       S.lastStart = Date.now();
-      timed(window.location.href, { headers: { "Accept": "text/html" }, redirect: "manual" }, 5000)
+      timed(window.location.href, { headers: { "Accept": "text/html", "X-Queue-Live": "1" }, redirect: "manual" }, 5000)
         .then(function (r) {
           // A page that answers 400 or 409 is still the page (its form
           // with the message): shown, not a server problem.
