@@ -187,8 +187,9 @@ type wakeEntry struct {
 func NewNotifier() *Notifier { return &Notifier{ch: map[string]wakeEntry{}} }
 
 // Wait returns a channel closed at the next Notify of queue. Every call
-// makes the caller a waiter on queue until that Notify or its Leave.
-func (n *Notifier) Wait(queue string) <-chan struct{} {
+// makes the caller a waiter on queue until that Notify or its Leave. want
+// is how many jobs the waiter would take.
+func (n *Notifier) Wait(queue string, want int) <-chan struct{} {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	e, ok := n.ch[queue]

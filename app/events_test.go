@@ -57,7 +57,7 @@ func closed(c <-chan struct{}) bool {
 // leaving a channel a Notify closed does not touch the next one.
 func TestNotifierWakeSemantics(t *testing.T) {
 	n := NewNotifier()
-	a, b := n.Wait("q"), n.Wait("q")
+	a, b := n.Wait("q", 1), n.Wait("q", 1)
 	n.Leave("q", a)
 	if closed(b) {
 		t.Fatal("a waiter leaving woke the other")
@@ -72,9 +72,9 @@ func TestNotifierWakeSemantics(t *testing.T) {
 	}
 	n.Leave("q", b) // after its Notify: nothing to do
 
-	old := n.Wait("q")
+	old := n.Wait("q", 1)
 	n.Notify("q")
-	next := n.Wait("q")
+	next := n.Wait("q", 1)
 	n.Leave("q", old) // the old wait ends after the new one began
 	if next == old || closed(next) {
 		t.Fatal("a wait after Notify got a closed channel")
@@ -84,7 +84,7 @@ func TestNotifierWakeSemantics(t *testing.T) {
 		t.Fatal("leaving a notified channel dropped the next wait: its Notify was lost")
 	}
 
-	x, y := n.Wait("x"), n.Wait("y")
+	x, y := n.Wait("x", 1), n.Wait("y", 1)
 	n.NotifyAll()
 	if !closed(x) || !closed(y) || n.len() != 0 {
 		t.Fatalf("NotifyAll: x closed %v, y closed %v, %d entries left", closed(x), closed(y), n.len())
@@ -104,9 +104,9 @@ func TestNotifierForgetsQueuesNobodyWaitsOn(t *testing.T) {
 			defer wg.Done()
 			for i := range work {
 				q := "q-" + strconv.Itoa(i)
-				c := n.Wait(q)
+				c := n.Wait(q, 1)
 				if i%3 == 0 { // a second waiter on the same name leaves first
-					n.Leave(q, n.Wait(q))
+					n.Leave(q, n.Wait(q, 1))
 				}
 				if i%5 == 0 {
 					go n.Notify(q)
@@ -148,7 +148,7 @@ func (s *wakeStore) Claim(_ context.Context, req ClaimRequest) ([]*Job, error) {
 	}
 	return nil, nil
 }
-func (s *wakeStore) Wake(q string) <-chan struct{}      { return s.n.Wait(q) }
+func (s *wakeStore) Wake(q string, want int) <-chan struct{} { return s.n.Wait(q, want) }
 func (s *wakeStore) Unwake(q string, c <-chan struct{}) { s.n.Leave(q, c) }
 
 // However a claim's wait ends (a job, an error, the wait over, the claimer

@@ -552,7 +552,7 @@ func (s *Service) claim(ctx context.Context, qs *QueueChoice, in ClaimInput, cap
 		}
 		if wait > 0 { // before looking: a job landing in between still wakes us
 			for i := range reqs {
-				wakes[i] = s.Store.Wake(reqs[i].Queue)
+				wakes[i] = s.Store.Wake(reqs[i].Queue, in.Limit)
 			}
 		}
 		jobs, err := s.claimFrom(ctx, qs, reqs, in.Limit)

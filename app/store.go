@@ -33,8 +33,10 @@ type Store interface {
 
 	// Wake returns a channel closed when queue may have new claimable work
 	// (a submission, a retry, a resume). Take it before claiming, so nothing
-	// that lands in between is missed.
-	Wake(queue string) <-chan struct{}
+	// that lands in between is missed. want is how many jobs the caller
+	// would take: waiters are woken in proportion to the work that arrived,
+	// not all at once.
+	Wake(queue string, want int) <-chan struct{}
 	// Unwake lets go of c, a channel Wake(queue) returned, when its caller
 	// stops waiting; call it once per Wake. The store forgets a queue when
 	// its last waiter leaves, so waits on new names do not pile up.

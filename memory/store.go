@@ -642,7 +642,9 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // Wake implements app.Store.
-func (s *Store) Wake(queue string) <-chan struct{} { return s.notify.Wait(queue) }
+func (s *Store) Wake(queue string, want int) <-chan struct{} {
+	return s.notify.Wait(queue, want)
+}
 
 // Unwake implements app.Store.
 func (s *Store) Unwake(queue string, c <-chan struct{}) { s.notify.Leave(queue, c) }

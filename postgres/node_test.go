@@ -38,8 +38,8 @@ func TestWakeCrossesNodes(t *testing.T) {
 	a, b := twoNodes(t, app.StoreOptions{})
 	other := mustOpen(t, Options{})
 	for i := 0; i < 5; i++ {
-		w := b.Wake("q")
-		wo := other.Wake("q")
+		w := b.Wake("q", 1)
+		wo := other.Wake("q", 1)
 		submit(t, a, newJob("q"))
 		if d := waitClosed(t, w, 2*time.Second, "node B after a submission on node A"); d > 100*time.Millisecond {
 			t.Fatalf("node B woken %v after the submission on node A, want within 100ms", d)
@@ -56,7 +56,7 @@ func TestWakeCrossesNodes(t *testing.T) {
 func TestListenerReconnects(t *testing.T) {
 	a, b := twoNodes(t, app.StoreOptions{})
 	db := adminConn(t, a)
-	w := b.Wake("q")
+	w := b.Wake("q", 1)
 	var n int
 	// Both nodes listen on the channel; drop every listening connection.
 	if err := db.QueryRow(t.Context(), `SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity
@@ -68,7 +68,7 @@ func TestListenerReconnects(t *testing.T) {
 	// ... and once it listens again, notifications arrive.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		w = b.Wake("q")
+		w = b.Wake("q", 1)
 		submit(t, a, newJob("q"))
 		select {
 		case <-w:
@@ -99,7 +99,7 @@ func TestListenerSurvivesQuietSpells(t *testing.T) {
 	}
 	before := listeners()
 	time.Sleep(300 * time.Millisecond) // several checks
-	w := b.Wake("q")
+	w := b.Wake("q", 1)
 	submit(t, a, newJob("q"))
 	waitClosed(t, w, 2*time.Second, "node B after quiet spells")
 	if after := listeners(); after != before || strings.Count(after, ",") != 1 {

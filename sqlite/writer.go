@@ -354,6 +354,9 @@ func (b *batchTx) commit() bool {
 	if err := s.flush(b.ctx, b.fx.Recorded, b.fx.Counts); err != nil {
 		return b.failAll(err)
 	}
+	if err := s.saveCounts(b.ctx, b.deltas); err != nil {
+		return b.failAll(err)
+	}
 	if _, err := s.control(b.ctx, "COMMIT"); err != nil {
 		return b.failAll(err)
 	}

@@ -625,7 +625,7 @@ func testEventsRecordTheLifecycle(e *env) {
 }
 
 func testWakeFiresOnSubmit(e *env) {
-	w := e.s.Wake("wq")
+	w := e.s.Wake("wq", 1)
 	select {
 	case <-w:
 		e.t.Fatalf("woken before anything landed")
