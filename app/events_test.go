@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,18 +43,8 @@ func TestEventData(t *testing.T) {
 	}
 }
 
-// closed reports whether c is closed, without waiting.
-func closed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
-}
-
-// A Notify wakes every waiter that has not left, whether or not others
-// left before it; a wake-up that lands between Wait and the select is kept;
+// A Notify wakes a waiter that has not left, whether or not others left
+// before it; a wake-up that lands between Wait and the select is kept;
 // leaving a channel a Notify closed does not touch the next one.
 func TestNotifierWakeSemantics(t *testing.T) {
 	n := NewNotifier()
@@ -88,6 +79,90 @@ func TestNotifierWakeSemantics(t *testing.T) {
 	n.NotifyAll()
 	if !closed(x) || !closed(y) || n.len() != 0 {
 		t.Fatalf("NotifyAll: x closed %v, y closed %v, %d entries left", closed(x), closed(y), n.len())
+	}
+}
+
+// wokenOf counts the closed channels of cs.
+func wokenOf(cs []<-chan struct{}) (n int) {
+	for _, c := range cs {
+		if closed(c) {
+			n++
+		}
+	}
+	return n
+}
+
+// Waiters are woken in proportion to the jobs that arrived, first come
+// first, never all for one job (the thundering herd), and never fewer than
+// the jobs need: one job wakes one of 32 waiters; N jobs wake N waiters
+// that take one each; waiters that take 3 are woken until they cover 7
+// jobs; a Pass wakes the next; NotifyAll wakes the rest.
+func TestNotifierWakesInProportion(t *testing.T) {
+	n := NewNotifier()
+	var big []<-chan struct{}
+	for range 32 {
+		big = append(big, n.Wait("q", 500))
+	}
+	n.Notify("q")
+	if got := wokenOf(big); got != 1 || !closed(big[0]) {
+		t.Fatalf("one job woke %d of 32 waiters (the first: %v), want exactly the first", got, closed(big[0]))
+	}
+	n.Notify(make([]string, 0)...) // nothing
+	n.Notify("q", "q", "q")        // 3 jobs: the next waiter takes 500
+	if got := wokenOf(big); got != 2 {
+		t.Fatalf("three more jobs woke %d waiters in all, want 2", got)
+	}
+	for _, c := range big {
+		n.Leave("q", c)
+	}
+	if n.len() != 0 {
+		t.Fatal("waiters left behind")
+	}
+
+	const jobs = 10
+	var ones []<-chan struct{}
+	for range 32 {
+		ones = append(ones, n.Wait("q", 1))
+	}
+	queues := make([]string, jobs)
+	for i := range queues {
+		queues[i] = "q"
+	}
+	n.Notify(queues...)
+	if got := wokenOf(ones); got != jobs || !closed(ones[jobs-1]) || closed(ones[jobs]) {
+		t.Fatalf("%d jobs woke %d waiters that take one each, want the first %d", jobs, got, jobs)
+	}
+	n.Notify("q", "other", "q") // runs of one queue are counted apart: one each
+	if got := wokenOf(ones); got != jobs+2 {
+		t.Fatalf("two more jobs: %d woken in all, want %d", got, jobs+2)
+	}
+	n.Pass("q")
+	if got := wokenOf(ones); got != jobs+3 || !closed(ones[jobs+2]) {
+		t.Fatalf("Pass: %d woken, want %d, the next in line", got, jobs+3)
+	}
+	n.Pass("nobody") // no waiter: nothing kept
+	if c := n.Wait("nobody", 1); closed(c) {
+		t.Fatal("a Pass without waiters woke a later wait")
+	} else {
+		n.Leave("nobody", c)
+	}
+	n.NotifyAll()
+	if got := wokenOf(ones); got != 32 || n.len() != 0 {
+		t.Fatalf("NotifyAll woke %d of 32, %d queues left", got, n.len())
+	}
+
+	var threes []<-chan struct{}
+	for range 5 {
+		threes = append(threes, n.Wait("q", 3))
+	}
+	n.Leave("q", threes[0]) // left before: not counted
+	n.Notify("q", "q", "q", "q", "q", "q", "q")
+	if got := wokenOf(threes); got != 3 || !closed(threes[3]) || closed(threes[4]) {
+		t.Fatalf("7 jobs woke %d waiters that take 3, want 3", got)
+	}
+	n.Leave("q", threes[4])
+	if n.len() != 0 {
+		t.Fatal("waiters left behind")
 	}
 }
 
@@ -191,5 +266,182 @@ func TestClaimsLeaveNoWakeEntries(t *testing.T) {
 	<-stopped
 	if n, w := st.n.len(), svc.Waiting(); n != 0 || w != 0 {
 		t.Fatalf("after every claim ended: %d queues in the Notifier, %d waiting; want 0 and 0", n, w)
+	}
+}
+
+// countStore is a Store of which a Service's Claim uses only Claim, Wake,
+// Unwake and PassWake: a count of jobs per queue, taken by claims, added by
+// add, which notifies as a store's commit does. after, if set, runs in each
+// claim after it took its jobs.
+type countStore struct {
+	Store
+	n      *Notifier
+	mu     sync.Mutex
+	jobs   map[string]int
+	claims atomic.Int64
+	after  func(req ClaimRequest, took int)
+}
+
+func newCountStore() *countStore { return &countStore{n: NewNotifier(), jobs: map[string]int{}} }
+
+func (s *countStore) Claim(_ context.Context, req ClaimRequest) ([]*Job, error) {
+	s.claims.Add(1)
+	s.mu.Lock()
+	k := min(req.Limit, s.jobs[req.Queue])
+	s.jobs[req.Queue] -= k
+	s.mu.Unlock()
+	if s.after != nil {
+		s.after(req, k)
+	}
+	out := make([]*Job, k)
+	for i := range out {
+		out[i] = &Job{Queue: req.Queue}
+	}
+	return out, nil
+}
+
+func (s *countStore) add(queue string, k int) {
+	s.mu.Lock()
+	s.jobs[queue] += k
+	s.mu.Unlock()
+	qs := make([]string, k)
+	for i := range qs {
+		qs[i] = queue
+	}
+	s.n.Notify(qs...)
+}
+
+func (s *countStore) left(queue string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.jobs[queue]
+}
+
+func (s *countStore) Wake(q string, want int) <-chan struct{} { return s.n.Wait(q, want) }
+func (s *countStore) Unwake(q string, c <-chan struct{})      { s.n.Leave(q, c) }
+func (s *countStore) PassWake(q string)                       { s.n.Pass(q) }
+
+// waiters is how many waiters of queue are not yet woken.
+func (n *Notifier) waiters(queue string) (k int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if q := n.qs[queue]; q != nil {
+		for w := q.head; w != nil; w = w.next {
+			k++
+		}
+	}
+	return k
+}
+
+// eventually waits up to 5 s for cond.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// One job submitted while 32 claimers wait is claimed by one of them: one
+// claim, not 32 (the herd), and the other 31 sleep on.
+func TestClaimersAreNotAHerd(t *testing.T) {
+	st := newCountStore()
+	svc := NewService(st, DefaultConfig(), nil, nil, zerolog.Nop())
+	defer svc.Stop()
+	wait := Duration(30 * time.Second)
+	got := make(chan int, 32)
+	for range 32 {
+		go func() {
+			jobs, _ := svc.Claim(t.Context(), "q", ClaimInput{Limit: 500, Wait: &wait})
+			got <- len(jobs)
+		}()
+	}
+	eventually(t, "32 waiters", func() bool { return st.n.waiters("q") == 32 })
+	before := st.claims.Load()
+	st.add("q", 1)
+	if n := <-got; n != 1 {
+		t.Fatalf("the woken claimer got %d jobs, want 1", n)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if d := st.claims.Load() - before; d != 1 {
+		t.Fatalf("one job while 32 claimers waited made %d claims, want 1", d)
+	}
+	if w := st.n.waiters("q"); w != 31 {
+		t.Fatalf("%d claimers wait on, want 31", w)
+	}
+}
+
+// No job waits for a recheck: jobs submitted in bursts to claimers that
+// take one at a time are all claimed at once, and a claimer woken while it
+// looked, which took an older job, hands its wake-up on to the next.
+func TestClaimWakeUpsStrandNoJob(t *testing.T) {
+	st := newCountStore()
+	svc := NewService(st, DefaultConfig(), nil, nil, zerolog.Nop())
+	defer svc.Stop()
+	wait := Duration(30 * time.Second)
+	const total = 300
+	var claimed atomic.Int64
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	for range 8 {
+		go func() {
+			for ctx.Err() == nil {
+				jobs, _ := svc.Claim(ctx, "q", ClaimInput{Limit: 1, Wait: &wait})
+				claimed.Add(int64(len(jobs)))
+			}
+		}()
+	}
+	for sent := 0; sent < total; {
+		eventually(t, "the claimers to wait", func() bool { return st.n.waiters("q") == 8 })
+		k := min(1+sent%13, total-sent) // bursts of 1 to 13 jobs for 8 claimers
+		start := time.Now()
+		st.add("q", k)
+		sent += k
+		eventually(t, "the burst to be claimed", func() bool { return claimed.Load() == int64(sent) })
+		if d := time.Since(start); d > 700*time.Millisecond { // a recheck (1 s) found them
+			t.Fatalf("a burst of %d jobs took %v to be claimed: one waited for a recheck", k, d)
+		}
+	}
+	cancel()
+
+	// A waits alone and is woken for job 1; while it looks (it takes job 1),
+	// B starts waiting behind it and job 2 lands, waking A again. A returns
+	// job 1 and must pass job 2's wake-up to B.
+	st2 := newCountStore()
+	svc2 := NewService(st2, DefaultConfig(), nil, nil, zerolog.Nop())
+	defer svc2.Stop()
+	bGot := make(chan int, 1)
+	var once sync.Once
+	st2.after = func(req ClaimRequest, took int) {
+		if took == 0 {
+			return
+		}
+		once.Do(func() {
+			go func() {
+				jobs, _ := svc2.Claim(t.Context(), "q", ClaimInput{Limit: 1, Wait: &wait})
+				bGot <- len(jobs)
+			}()
+			eventually(t, "B to wait", func() bool { return st2.n.waiters("q") == 2 && st2.claims.Load() == 3 })
+			st2.add("q", 1) // wakes A, first in line
+		})
+	}
+	aGot := make(chan int, 1)
+	go func() {
+		jobs, _ := svc2.Claim(t.Context(), "q", ClaimInput{Limit: 1, Wait: &wait})
+		aGot <- len(jobs)
+	}()
+	eventually(t, "A to wait", func() bool { return st2.n.waiters("q") == 1 })
+	st2.add("q", 1)
+	if n := <-aGot; n != 1 {
+		t.Fatalf("A got %d jobs, want 1", n)
+	}
+	select {
+	case n := <-bGot:
+		if n != 1 {
+			t.Fatalf("B got %d jobs, want 1", n)
+		}
+	case <-time.After(700 * time.Millisecond):
+		t.Fatal("B was not woken for job 2: A kept the wake-up it did not use")
 	}
 }

@@ -538,16 +538,34 @@ func (s *Service) claim(ctx context.Context, qs *QueueChoice, in ClaimInput, cap
 	}()
 	deadline := time.Now().Add(wait)
 	wakes := make([]<-chan struct{}, len(reqs))
+	// woken[i]: a wake-up of reqs[i] came that no look has used yet.
+	woken := make([]bool, len(reqs))
 	unwake := func() {
 		for i, c := range wakes {
+			if c != nil && closed(c) {
+				woken[i] = true
+			}
 			s.unwake(reqs[i].Queue, c)
 			wakes[i] = nil
+		}
+	}
+	// done ends the waits of a claim that returns. Waiters are woken in
+	// proportion to the work (Notifier): a wake-up this claim did not use
+	// goes on to the next waiter, and so does a full batch (more may be
+	// left), or a job would wait for a recheck.
+	done := func(full bool) {
+		unwake()
+		for i := range reqs {
+			if woken[i] || full {
+				s.passWake(reqs[i].Queue)
+			}
 		}
 	}
 	for {
 		// A registered worker told to quiet or stop gets nothing, also
 		// while it waits (workers.go; a cached read, never a write).
 		if held, err := s.workerHeld(ctx, in.WorkerID); held || err != nil {
+			done(false)
 			return []*Job{}, err
 		}
 		if wait > 0 { // before looking: a job landing in between still wakes us
@@ -556,8 +574,11 @@ func (s *Service) claim(ctx context.Context, qs *QueueChoice, in ClaimInput, cap
 			}
 		}
 		jobs, err := s.claimFrom(ctx, qs, reqs, in.Limit)
+		if err == nil { // this look saw what earlier wake-ups were for
+			clear(woken)
+		}
 		if err != nil || len(jobs) > 0 {
-			unwake()
+			done(err == nil && len(jobs) >= in.Limit)
 			if err == nil {
 				s.traceClaimed(jobs)
 				err = s.withParents(ctx, jobs)
@@ -566,12 +587,12 @@ func (s *Service) claim(ctx context.Context, qs *QueueChoice, in ClaimInput, cap
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			unwake()
+			done(false)
 			return []*Job{}, nil
 		}
 		if capped && !held {
 			if err := s.holdWait(); err != nil {
-				unwake()
+				done(false)
 				return nil, err
 			}
 			held = true
@@ -582,11 +603,28 @@ func (s *Service) claim(ctx context.Context, qs *QueueChoice, in ClaimInput, cap
 			deadline = time.Now()
 		case waitGone:
 			t.Stop()
-			unwake()
+			done(false)
 			return []*Job{}, nil // the claimer left; nothing was handed out
 		}
 		t.Stop()
 		unwake()
+	}
+}
+
+// passWake hands a wake-up of queue on to its next waiter (WakePasser).
+func (s *Service) passWake(queue string) {
+	if p, ok := s.Store.(WakePasser); ok {
+		p.PassWake(queue)
+	}
+}
+
+// closed reports whether c is closed, without waiting.
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -332,6 +332,10 @@ func (s *Store) Wake(queue string, want int) <-chan struct{} {
 // Unwake implements app.Store.
 func (s *Store) Unwake(queue string, c <-chan struct{}) { s.notify.Leave(queue, c) }
 
+// PassWake implements app.WakePasser: this node's next waiter (a job left
+// for another node's claimers reaches them by their NOTIFY or recheck).
+func (s *Store) PassWake(queue string) { s.notify.Pass(queue) }
+
 // ownConnConfig is the configuration of a connection of the store's own
 // (outside the pool), named in pg_stat_activity as role and schema, e.g.
 // "queue listen public".
