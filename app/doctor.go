@@ -23,8 +23,56 @@ type Report struct {
 	StuckLeases     int64        `json:"stuck_leases"`
 	// BlockedWorkflows counts workflows waiting for a dead step's replay
 	// (up to 1,000).
-	BlockedWorkflows int64    `json:"blocked_workflows"`
-	Problems         []string `json:"problems"`
+	BlockedWorkflows int64 `json:"blocked_workflows"`
+	// Counts lists the per-status counters Stats reads that differ from a
+	// count of the rows; Repaired says they were rewritten.
+	Counts   []CountFix `json:"counts_wrong"`
+	Repaired bool       `json:"counts_repaired"`
+	Problems []string   `json:"problems"`
+}
+
+// CountFix is a counter of a queue's jobs in a status ("dead_letter":
+// its dead-letter rows) that differed from a count of the rows.
+type CountFix struct {
+	Queue   string `json:"queue"`
+	Status  string `json:"status"`
+	Counter int64  `json:"counter"`
+	Rows    int64  `json:"rows"`
+}
+
+// Recounter is a store that keeps counters of its jobs per queue and
+// status (so that Stats and a cold start never count rows) and can check
+// them against the rows, and rewrite the wrong ones when repair is set.
+type Recounter interface {
+	RecountJobs(ctx context.Context, repair bool) ([]CountFix, error)
+}
+
+// SortCountFixes orders fixes by queue, then status.
+func SortCountFixes(fixes []CountFix) {
+	sort.Slice(fixes, func(i, j int) bool {
+		if fixes[i].Queue != fixes[j].Queue {
+			return fixes[i].Queue < fixes[j].Queue
+		}
+		return fixes[i].Status < fixes[j].Status
+	})
+}
+
+// Recount checks st's counters against its rows (when st keeps any) and
+// notes in r what differs, and whether it was repaired.
+func (r *Report) Recount(ctx context.Context, st Store, repair bool) error {
+	rc, ok := st.(Recounter)
+	if !ok {
+		return nil
+	}
+	fixes, err := rc.RecountJobs(ctx, repair)
+	if err != nil {
+		return fmt.Errorf("doctor: %w", err)
+	}
+	r.Counts, r.Repaired = fixes, repair && len(fixes) > 0
+	if len(fixes) > 0 && !repair {
+		r.Problem("%d job counters differ from the rows (Stats and the dashboard show them): run `queue doctor --repair`", len(fixes))
+	}
+	return nil
 }
 
 // Problem notes a problem, in words that say what to do about it.

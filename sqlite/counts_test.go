@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"database/sql"
 	"encoding/json"
 	"math/rand/v2"
 	"reflect"
@@ -29,7 +30,7 @@ func TestMaintainedCountsEqualTheRows(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := s.CountStats(ctx)
+		want, err := s.RowStats(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +108,7 @@ func TestMaintainedCountsEqualTheRows(t *testing.T) {
 		}
 		check(step, what)
 	}
-	// Reopen: the counts are loaded from the rows.
+	// Reopen: the counts are read from the counters saved with every commit.
 	path := s.Path()
 	s.Close()
 	s2, err := sqlite.Open(ctx, path, sqlite.Options{StoreOptions: app.StoreOptions{Clock: clock}})
@@ -125,4 +126,77 @@ func mustList(t *testing.T, s *sqlite.Store, q string) []*app.Job {
 		t.Fatal(err)
 	}
 	return jobs
+}
+
+// Counters made wrong behind the store's back (a hand-edited database, a
+// bug) are found by a recount and repaired by doctor's repair, in the
+// file and in the open store's memory.
+func TestRecountRepairsCounters(t *testing.T) {
+	ctx := t.Context()
+	s := MustOpen(t, sqlite.Options{Sync: "normal"})
+	jobs := make([]app.NewJob, 5)
+	for i := range jobs {
+		jobs[i] = app.NewJob{Queue: "a", Kind: "k", Payload: json.RawMessage(`1`)}
+	}
+	if _, err := app.Submit(ctx, s, app.SubmitRequest{Jobs: jobs}); err != nil {
+		t.Fatal(err)
+	}
+	if fixes, err := s.RecountJobs(ctx, false); err != nil || len(fixes) != 0 {
+		t.Fatalf("recount of right counters = %v, %v; want nothing", fixes, err)
+	}
+	path := s.Path()
+	s.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`UPDATE job_counts SET n = n + 7 WHERE queue = 'a' AND status = 'queued'`,
+		`INSERT INTO job_counts (queue, status, n) VALUES ('ghost', 'done', 3)`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	s, err = sqlite.Open(ctx, path, sqlite.Options{Sync: "normal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	queued := func() int64 {
+		t.Helper()
+		st, err := s.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range st {
+			if q.Queue == "a" {
+				return q.Queued
+			}
+		}
+		return 0
+	}
+	if n := queued(); n != 12 {
+		t.Fatalf("corrupted counter reads %d queued; want 12", n)
+	}
+	want := []app.CountFix{{Queue: "a", Status: "queued", Counter: 12, Rows: 5}, {Queue: "ghost", Status: "done", Counter: 3}}
+	if fixes, err := s.RecountJobs(ctx, false); err != nil || !reflect.DeepEqual(fixes, want) {
+		t.Fatalf("recount = %+v, %v; want %+v", fixes, err, want)
+	}
+	if n := queued(); n != 12 {
+		t.Fatalf("a recount without repair changed the counter to %d", n)
+	}
+	if fixes, err := s.RecountJobs(ctx, true); err != nil || !reflect.DeepEqual(fixes, want) {
+		t.Fatalf("repair = %+v, %v; want %+v", fixes, err, want)
+	}
+	if n := queued(); n != 5 {
+		t.Fatalf("after repair the store reads %d queued; want 5", n)
+	}
+	if fixes, err := s.RecountJobs(ctx, false); err != nil || len(fixes) != 0 {
+		t.Fatalf("recount after repair = %v, %v; want nothing", fixes, err)
+	}
+	// A report of doctor's says what it found and fixed.
+	r := &app.Report{}
+	if err := r.Recount(ctx, s, false); err != nil || len(r.Counts) != 0 || len(r.Problems) != 0 {
+		t.Fatalf("doctor's recount after repair: %+v, %v", r, err)
+	}
 }

@@ -40,10 +40,13 @@ func (s *Store) Stats(ctx context.Context) ([]app.QueueStats, error) {
 	t := app.NewTally()
 	queued := map[string]int64{}
 	s.countsMu.Lock()
-	if s.counts == nil { // a read-only store (doctor) counts the rows once
+	if s.counts == nil { // a read-only store (doctor) reads the counters once
 		if err := s.loadCounts(ctx, s.rdb); err != nil {
-			s.countsMu.Unlock()
-			return nil, err
+			// A database not yet migrated has no counters: count the rows.
+			if s.counts, err = readCounts(ctx, s.rdb, countRowsSQL); err != nil {
+				s.countsMu.Unlock()
+				return nil, fmt.Errorf("stats: %w", mapErr(err))
+			}
 		}
 	}
 	for k, n := range s.counts {

@@ -252,23 +252,15 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
-// loadCounts counts the jobs per queue and status once, at Open; from then
-// on the writer keeps the counts (applyDeltas). It runs before the writer
-// starts, so no write slips between the count and the first delta.
-func (s *Store) loadCounts(ctx context.Context, db interface {
-	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}) error {
-	rows, err := db.QueryContext(ctx, `SELECT queue, status, count(*) FROM jobs GROUP BY queue, status
-		UNION ALL SELECT queue, 'dead_letter', count(*) FROM dead_letter_jobs GROUP BY queue`)
-	counts := map[statusKey]int64{}
-	_, err = collect(rows, err, func(sc scanner) (k statusKey, err error) {
-		var n int64
-		err = sc.Scan(&k.queue, &k.status, &n)
-		counts[k] = n
-		return k, err
-	})
+// loadCounts reads the counters of the jobs per queue and status
+// (job_counts, which every write transaction keeps: see saveCounts) once,
+// at Open: a few rows, however many jobs there are. From then on the
+// writer keeps the counts in memory too (applyDeltas). It runs before the
+// writer starts, so no write slips between the read and the first delta.
+func (s *Store) loadCounts(ctx context.Context, db querier) error {
+	counts, err := readCounts(ctx, db, `SELECT queue, status, n FROM job_counts`)
 	if err != nil {
-		return fmt.Errorf("count jobs in %s: %w", s.path, mapErr(err))
+		return fmt.Errorf("read job counts in %s: %w", s.path, mapErr(err))
 	}
 	s.counts = counts
 	return nil
