@@ -85,6 +85,12 @@ func runScenario(ctx context.Context, sysName, scenario string, e *env, rc runCo
 	if scenario == "e2e-normal" {
 		e.Sync = "normal"
 	}
+	switch scenario {
+	case "claimers-1":
+		e.Claimers = 1
+	case "claimers-32":
+		e.Claimers = 32
+	}
 	sys, err := info.open(ctx, e)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", sysName, err)
@@ -111,6 +117,15 @@ func runScenario(ctx context.Context, sysName, scenario string, e *env, rc runCo
 		err = runE2E(ctx, sys, m, rc)
 	case "e2e-4x":
 		rc.Producers *= 4
+		err = runE2E(ctx, sys, m, rc)
+	case "e2e-8", "http-8", "claimers-1", "claimers-32":
+		rc.Producers = 8
+		err = runE2E(ctx, sys, m, rc)
+	case "http-1":
+		rc.Producers = 1
+		err = runE2E(ctx, sys, m, rc)
+	case "http-64":
+		rc.Producers = 64
 		err = runE2E(ctx, sys, m, rc)
 	case "latency":
 		err = runLatency(ctx, sys, m, rc)
@@ -337,21 +352,48 @@ func runE2E(ctx context.Context, sys system, m *meter, rc runConfig) error {
 	pctx, stop := context.WithCancel(ctx)
 	wg := produce(pctx, sys, rc.Producers, 1, &inserted, &errs)
 	sleepCtx(ctx, rc.Warmup)
+	rec, recording := sys.(submitRecorder)
+	if recording {
+		rec.recordSubmits(true)
+	}
 	ins0 := inserted.Load()
 	m.start(handled.Load())
 	sleepCtx(ctx, rc.Duration)
 	ins1 := inserted.Load()
 	m.stop(handled.Load(), "")
+	if recording {
+		rec.recordSubmits(false)
+		if lat := rec.submitLatencies(); len(lat) > 0 {
+			slices.Sort(lat)
+			m.res.Metrics["submit_samples"] = float64(len(lat))
+			m.res.Metrics["submit_p50_ms"] = ms(pct(lat, 50))
+			m.res.Metrics["submit_p99_ms"] = ms(pct(lat, 99))
+			m.res.Metrics["submit_max_ms"] = ms(lat[len(lat)-1])
+		}
+	}
 	m.res.Metrics["insert_rate"] = float64(ins1-ins0) / m.res.Metrics["seconds"]
 	stop()
 	wg.Wait()
 	m.res.Metrics["backlog"] = float64(inserted.Load() - handled.Load())
 	stopWork()
 	errs.note(m.res, "submit")
+	if we, ok := sys.(interface{ workErrors() *errCount }); ok {
+		we.workErrors().note(m.res, "worker")
+		if err := tooManyErrors(we.workErrors(), handled.Load()); err != nil {
+			return err
+		}
+	}
 	if err := tooManyErrors(&errs, inserted.Load()); err != nil {
 		return err
 	}
 	return verify(ctx, sys, m.res, handled.Load())
+}
+
+// submitRecorder is a system that times each of its submits while
+// recording is on: runE2E reports their p50 and p99 beside the rate.
+type submitRecorder interface {
+	recordSubmits(on bool)
+	submitLatencies() []time.Duration
 }
 
 // debugLatency (BENCH_DEBUG_LATENCY=1) logs every job of a paced run that

@@ -36,10 +36,14 @@ type scenarioInfo struct {
 	Applies func(s systemInfo) bool
 }
 
-func all(systemInfo) bool          { return true }
-func sqliteOnly(s systemInfo) bool { return s.SQL == "sqlite" }
-func oursLocal(s systemInfo) bool  { return s.Name == "queue" || s.Name == "queue-pg" }
-func oursHTTP(s systemInfo) bool   { return s.Name == "queue-http" }
+func all(s systemInfo) bool        { return !s.Plain }
+func sqliteOnly(s systemInfo) bool { return s.SQL == "sqlite" && !s.Plain }
+func plain(s systemInfo) bool      { return s.Plain }
+func inProcess8(s systemInfo) bool {
+	return s.Name == "queue" || s.Name == "queue-pg" || s.Name == "river-sqlite" || s.Name == "river-pg"
+}
+func oursLocal(s systemInfo) bool { return s.Name == "queue" || s.Name == "queue-pg" }
+func oursHTTP(s systemInfo) bool  { return s.Name == "queue-http" }
 
 var scenarios = []scenarioInfo{
 	{Name: "e2e", Title: "E2E, synchronous=FULL: producers submit one job per call while workers claim and complete (no-op handler)", Metric: "rate", Unit: "jobs/s", Extra: []string{"insert_rate"}, Applies: all},
@@ -51,6 +55,14 @@ var scenarios = []scenarioInfo{
 	{Name: "latency", Title: "Paced 100 jobs/s: submit -> handler start", Metric: "p99_ms", Unit: "ms p99", Lower: true, Extra: []string{"p50_ms", "max_ms"}, Applies: all},
 	{Name: "claim-1k", Title: "Claim alone at >= 1,000 queued jobs: 16 claimers x 1 job/call (batch: 4 x 100)", Metric: "rate", Unit: "claims/s", Extra: []string{"batch_rate", "kind_miss_ms"}, Applies: oursLocal},
 	{Name: "claim-1m", Title: "Claim alone at >= 1,000,000 queued jobs: 16 claimers x 1 job/call (batch: 4 x 100)", Metric: "rate", Unit: "claims/s", Extra: []string{"batch_rate", "kind_miss_ms"}, Applies: oursLocal},
+	// Issue 29's operating points: the load of a user with a handful of
+	// producers, over HTTP from a client that is not ours, and in process.
+	{Name: "e2e-8", Title: "E2E, synchronous=FULL, 8 producers, in process", Metric: "rate", Unit: "jobs/s", Extra: []string{"insert_rate"}, Applies: inProcess8},
+	{Name: "http-1", Title: "Over HTTP, plain net/http client: 1 producer (one POST /api/jobs per job), 8 claiming workers (claim 500, wait 1s, ack the batch)", Metric: "rate", Unit: "jobs/s", Extra: []string{"insert_rate", "submit_p50_ms", "submit_p99_ms"}, Applies: plain},
+	{Name: "http-8", Title: "Over HTTP, plain net/http client: 8 producers, 8 claiming workers", Metric: "rate", Unit: "jobs/s", Extra: []string{"insert_rate", "submit_p50_ms", "submit_p99_ms"}, Applies: plain},
+	{Name: "http-64", Title: "Over HTTP, plain net/http client: 64 producers, 8 claiming workers", Metric: "rate", Unit: "jobs/s", Extra: []string{"insert_rate", "submit_p50_ms", "submit_p99_ms"}, Applies: plain},
+	{Name: "claimers-1", Title: "Over HTTP, plain net/http client: 8 producers, 1 claiming worker (8 workers: http-8)", Metric: "rate", Unit: "jobs/s", Extra: []string{"insert_rate", "submit_p50_ms", "submit_p99_ms"}, Applies: plain},
+	{Name: "claimers-32", Title: "Over HTTP, plain net/http client: 8 producers, 32 claiming workers", Metric: "rate", Unit: "jobs/s", Extra: []string{"insert_rate", "submit_p50_ms", "submit_p99_ms"}, Applies: plain},
 	{Name: "serve", Title: "`queue serve` on an empty database: cold start to /readyz, idle RSS", Metric: "cold_start_ms", Unit: "ms", Lower: true, Extra: []string{"idle_rss_mb"}, Applies: oursHTTP},
 	{Name: "serve-1m", Title: "`queue serve` with 1,000,000 queued jobs: RSS after start, stats, a claim and the dashboard", Metric: "rss_1m_mb", Unit: "MB RSS", Lower: true, Extra: []string{"cold_start_1m_ms", "stats_1m_ms", "claim_complete_100_1m_ms"}, Applies: oursHTTP},
 }
@@ -66,7 +78,7 @@ func findScenario(name string) (scenarioInfo, bool) {
 
 // defaultSystems are the systems of the table; queue-http-local is for
 // profiling the HTTP path and runs only when named.
-var defaultSystems = "queue,queue-http,queue-pg,river-sqlite,river-pg,goqite"
+var defaultSystems = "queue,queue-http,queue-pg,river-sqlite,river-pg,goqite,http-sqlite,http-pg"
 
 func main() {
 	var (
@@ -101,6 +113,7 @@ func main() {
 	e := &env{Sync: "full"}
 	flag.IntVar(&e.Concurrency, "concurrency", 1000, "queue: jobs a worker runs at once (it claims up to this many per call and acknowledges in batches)")
 	flag.IntVar(&e.HTTPWorkers, "http-workers", 1, "queue-http: client.Workers over HTTP (each like one `queue work --concurrency N`)")
+	flag.IntVar(&e.Claimers, "claimers", 8, "http-sqlite, http-pg: claiming workers of the http-N scenarios (claimers-N set their own)")
 	flag.IntVar(&e.RiverWorkers, "river-workers", 1000, "River: MaxWorkers of the queue")
 	flag.StringVar(&e.RiverCooldown, "river-cooldown", "1ms", "River: FetchCooldown (minimum time between fetches)")
 	flag.StringVar(&e.RiverPoll, "river-poll", "10ms", "River: FetchPollInterval (fetch at least this often)")
@@ -302,7 +315,7 @@ func (p *parent) run(ctx context.Context) error {
 	if len(runs) == 0 {
 		return fmt.Errorf("no (system, scenario) pair applies")
 	}
-	if p.needs(runs, func(r plannedRun) bool { return r.system.Name == "queue-http" }) && p.queueBin == "" {
+	if p.needs(runs, func(r plannedRun) bool { return r.system.Name == "queue-http" || r.system.Plain }) && p.queueBin == "" {
 		if b, err := os.ReadFile("../go.mod"); err != nil || !bytes.Contains(b, []byte("module github.com/queuehq/queue\n")) {
 			return fmt.Errorf("run the benchmark from bench/ (it builds the queue from ..), or give -queue-bin")
 		}
@@ -456,6 +469,7 @@ func (p *parent) child(ctx context.Context, sys, scenario string, round int, ext
 		"-producers", strconv.Itoa(p.rc.Producers), "-batch", strconv.Itoa(p.rc.BatchSize),
 		"-burn-jobs", strconv.Itoa(p.rc.BurnJobs), "-idle-wait", p.rc.IdleWait.String(),
 		"-concurrency", strconv.Itoa(p.env.Concurrency), "-http-workers", strconv.Itoa(p.env.HTTPWorkers),
+		"-claimers", strconv.Itoa(p.env.Claimers),
 		"-river-workers", strconv.Itoa(p.env.RiverWorkers), "-river-cooldown", p.env.RiverCooldown,
 		"-river-poll", p.env.RiverPoll, "-river-conns", strconv.Itoa(p.env.RiverConns),
 		"-goqite-workers", strconv.Itoa(p.env.GoqiteWorkers), "-goqite-poll", p.env.GoqitePoll,

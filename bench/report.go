@@ -124,6 +124,7 @@ func (p *parent) report() string {
 		w("\n")
 	}
 	w("%s", p.targets())
+	w("%s", p.targets29())
 	return b.String()
 }
 
@@ -213,6 +214,10 @@ func label(metric string) string {
 		return "/api/stats ms"
 	case "claim_complete_100_1m_ms":
 		return "claim+complete 100 ms"
+	case "submit_p50_ms":
+		return "submit p50 ms"
+	case "submit_p99_ms":
+		return "submit p99 ms"
 	}
 	return metric
 }
@@ -375,4 +380,111 @@ func (p *parent) targets() string {
 	}
 	b.WriteString("\n")
 	return b.String()
+}
+
+// roundRatios is a's metric divided by b's in each round in which both
+// ran cleanly, in round order.
+func (p *parent) roundRatios(a, scA, b, scB, metric string) []float64 {
+	var rs []float64
+	for round := 1; round <= p.rounds; round++ {
+		if r, ok := p.pairedRound(a, scA, b, scB, metric, round); ok {
+			rs = append(rs, r)
+		}
+	}
+	return rs
+}
+
+func (p *parent) pairedRound(a, scA, b, scB, metric string, round int) (float64, bool) {
+	val := func(sys, sc string) (float64, bool) {
+		for _, r := range p.results {
+			if r.System == sys && r.Scenario == sc && r.Round == round && r.Error == "" {
+				v, ok := r.Metrics[metric]
+				return v, ok && v > 0
+			}
+		}
+		return 0, false
+	}
+	x, ok1 := val(a, scA)
+	y, ok2 := val(b, scB)
+	if !ok1 || !ok2 {
+		return 0, false
+	}
+	return x / y, true
+}
+
+// targets29 checks the numbers against issue 29's "done when". Ratios are
+// medians of per-round ratios, as in the issue 9 table; "every round"
+// targets show each round and are met only if every round meets them.
+func (p *parent) targets29() string {
+	var b strings.Builder
+	b.WriteString("### Issue 29 targets (medians of this run; ratios are medians of the per-round ratios)\n\n| target | measured | met |\n|---|---:|:---:|\n")
+	row := func(what, measured string, met bool, ran bool) {
+		switch {
+		case !ran:
+			fmt.Fprintf(&b, "| %s | not run | |\n", what)
+		case met:
+			fmt.Fprintf(&b, "| %s | %s | yes |\n", what, measured)
+		default:
+			fmt.Fprintf(&b, "| %s | %s | no |\n", what, measured)
+		}
+	}
+	ratio := func(what, a, scA, bb, scB string, min float64, format string) {
+		v, ok := p.paired(a, scA, bb, scB, "rate", false)
+		row(what, fmt.Sprintf(format, v), v >= min, ok)
+	}
+	ratio("1. SQLite FULL e2e, 8 producers: in process >= 20x River (SQLite) at 8 (e2e-8)", "queue", "e2e-8", "river-sqlite", "e2e-8", 20, "%.1fx")
+	ratio("1. SQLite FULL e2e, 8 producers: over HTTP (http-8) >= 8x River (SQLite) in process at 8 (e2e-8)", "http-sqlite", "http-8", "river-sqlite", "e2e-8", 8, "%.1fx")
+	if st, ok := p.stat("http-sqlite", "http-1", "submit_p50_ms"); ok {
+		row("1. one producer over HTTP (http-1, SQLite): submit p50 < 0.6 ms", fmt.Sprintf("%.2f ms (p99 %s ms)", st.med, p.cell("http-sqlite", "http-1", "submit_p99_ms")), st.med < 0.6, true)
+	} else {
+		row("1. one producer over HTTP (http-1, SQLite): submit p50 < 0.6 ms", "", false, false)
+	}
+	ratio("2. PostgreSQL over HTTP, 8 producers + 8 claimers (http-8) >= 1.5x River (PostgreSQL) at 8 (e2e-8)", "http-pg", "http-8", "river-pg", "e2e-8", 1.5, "%.2fx")
+	{
+		rs := p.roundRatios("queue-pg", "e2e", "river-pg", "e2e", "rate")
+		var parts []string
+		met := len(rs) == p.rounds
+		for _, r := range rs {
+			parts = append(parts, fmt.Sprintf("%.2fx", r))
+			met = met && r >= 3
+		}
+		row(fmt.Sprintf("2. PostgreSQL in process, %d producers (e2e): >= 3x River (PostgreSQL) in every round", p.producers()), strings.Join(parts, ", "), met, len(rs) > 0)
+	}
+	ratio("2. SQLite over HTTP, 8 producers: 32 claiming workers / 1 (claimers-32 / claimers-1) >= 1.0", "http-sqlite", "claimers-32", "http-sqlite", "claimers-1", 1, "%.2f")
+	ratio("2. PostgreSQL over HTTP, 8 producers: 32 claiming workers / 1 (claimers-32 / claimers-1) >= 1.0", "http-pg", "claimers-32", "http-pg", "claimers-1", 1, "%.2f")
+	{
+		v, ok := p.paired("http-sqlite", "http-64", "queue", "e2e-4x", "rate", false)
+		row(fmt.Sprintf("3. SQLite FULL e2e over HTTP at 64 producers (http-64) >= 50%% of in process at %d (e2e-4x)", 4*p.producers()), fmt.Sprintf("%.0f%%", 100*v), v >= 0.5, ok)
+	}
+	if st, ok := p.stat("queue-http", "serve-1m", "cold_start_1m_ms"); ok {
+		row("4. cold start to /readyz with 1,000,000 queued < 100 ms (serve-1m)", fmt.Sprintf("%.1f ms", st.med), st.med < 100, true)
+	} else {
+		row("4. cold start to /readyz with 1,000,000 queued < 100 ms (serve-1m)", "", false, false)
+	}
+	b.WriteString("| 4. cold start with 10,000,000 queued < 200 ms | see bench/bigdb | |\n")
+	b.WriteString("| 5. 10,000,000 queued: claims/s within 20% of 1,000; /api/stats and dashboard < 50 ms; serve RSS < 100 MB | see bench/bigdb | |\n")
+	b.WriteString("| 6. 2 and 4 nodes on one PostgreSQL: aggregate e2e not below one node's; leader's duties resume within 5 s, no periodic fire lost or doubled | see bench/nodes | |\n")
+	b.WriteString("\n")
+	return b.String()
+}
+
+// producers is the -producers of the run (16 unless changed), read back
+// from the saved flags when the report is printed again.
+func (p *parent) producers() int {
+	if p.env != nil {
+		return p.rc.Producers
+	}
+	for i, a := range p.args {
+		v, ok := strings.CutPrefix(a, "-producers=")
+		if !ok && (a == "-producers" || a == "--producers") && i+1 < len(p.args) {
+			v, ok = p.args[i+1], true
+		}
+		if ok {
+			var n int
+			if _, err := fmt.Sscan(v, &n); err == nil {
+				return n
+			}
+		}
+	}
+	return 16
 }

@@ -36,6 +36,9 @@ type systemInfo struct {
 	Label string // table label
 	Ours  bool
 	SQL   string // "sqlite" or "postgres"
+	// Plain systems are `queue serve` driven by plain net/http (no client
+	// package): they run the issue 29 HTTP scenarios only.
+	Plain bool
 	open  func(ctx context.Context, e *env) (system, error)
 }
 
@@ -46,6 +49,8 @@ var systems = []systemInfo{
 	{Name: "river-sqlite", Label: "River 0.51.2 (SQLite)", SQL: "sqlite", open: openRiverSQLite},
 	{Name: "river-pg", Label: "River 0.51.2 (PostgreSQL)", SQL: "postgres", open: openRiverPG},
 	{Name: "goqite", Label: "goqite 0.2.3 (SQLite)", SQL: "sqlite", open: openGoqite},
+	{Name: "http-sqlite", Label: "queue serve (SQLite), plain HTTP client", Ours: true, SQL: "sqlite", Plain: true, open: openPlainSQLite},
+	{Name: "http-pg", Label: "queue serve (PostgreSQL), plain HTTP client", Ours: true, SQL: "postgres", Plain: true, open: openPlainPG},
 	// For profiling the HTTP path in one process; not in the default list.
 	{Name: "queue-http-local", Label: "queue, HTTP API in the bench process (SQLite)", Ours: true, SQL: "sqlite", open: openQueueHTTPLocal},
 }
@@ -88,6 +93,7 @@ type env struct {
 
 	Concurrency   int // queue: jobs run at once per worker (claim batch size)
 	HTTPWorkers   int // queue-http: worker processes' worth of client.Workers
+	Claimers      int // http-sqlite, http-pg: claiming workers (set by the scenario)
 	RiverWorkers  int
 	RiverCooldown string
 	RiverPoll     string
