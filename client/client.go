@@ -145,7 +145,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any, hdr h
 	if err != nil {
 		return 0, nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
-	defer resp.Body.Close()
+	defer drain(resp.Body)
 	if resp.StatusCode >= 400 {
 		var eb struct {
 			Error *Error `json:"error"`
@@ -171,6 +171,15 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any, hdr h
 	return resp.StatusCode, resp.Header, nil
 }
 
+// drain reads what is left of an answer's body (the newline after its
+// JSON, which a json.Decoder stops short of) before closing it: a body
+// closed before its end closes the connection with it, and the next call
+// opens a new one.
+func drain(body io.ReadCloser) {
+	io.Copy(io.Discard, io.LimitReader(body, 64<<10))
+	body.Close()
+}
+
 // Submitted is the answer to a submission.
 type Submitted struct {
 	Job *app.Job
@@ -185,21 +194,11 @@ type Submitted struct {
 }
 
 // submitAnswer is the answer to POST /api/jobs: the job, and
-// "duplicate": true when a rule answered with one stored before.
+// "duplicate": true when a rule answered with one stored before; one
+// decoding pass reads both.
 type submitAnswer struct {
-	job       app.Job
-	duplicate bool
-}
-
-func (a *submitAnswer) UnmarshalJSON(b []byte) error {
-	var d struct {
-		Duplicate bool `json:"duplicate"`
-	}
-	if err := json.Unmarshal(b, &d); err != nil {
-		return err
-	}
-	a.duplicate = d.Duplicate
-	return json.Unmarshal(b, &a.job)
+	app.Job
+	Duplicate bool `json:"duplicate"`
 }
 
 // Submit stores one job. With a flow-control Key it is subject to its
@@ -212,7 +211,7 @@ func (c *Client) Submit(ctx context.Context, in app.SubmitInput) (*Submitted, er
 	if err != nil {
 		return nil, err
 	}
-	return &Submitted{Job: &a.job, Replayed: hdr.Get("Idempotent-Replayed") == "true", Duplicate: a.duplicate}, nil
+	return &Submitted{Job: &a.Job, Replayed: hdr.Get("Idempotent-Replayed") == "true", Duplicate: a.Duplicate}, nil
 }
 
 // SubmitBatch stores up to 10,000 jobs all or nothing.
