@@ -95,45 +95,6 @@ func backupCommand() *cli.Command {
 	}
 }
 
-func doctorCommand() *cli.Command {
-	return &cli.Command{
-		Name:  "doctor",
-		Usage: "check a SQLite database: integrity, WAL, schema, counts, stuck leases",
-		UsageText: "queue doctor [--db PATH] [--json]\n\nExample:\n  queue doctor --db /var/lib/queue/queue.db\n\n" +
-			"Works while serve runs (it only reads). Exits 1 when something needs attention.\n" +
-			"SQLite only: for PostgreSQL read GET /api/stats and pg_stat_activity.",
-		Flags: []cli.Flag{sqliteDBFlag(), jsonFlag()},
-		Action: func(c *cli.Context) error {
-			db := dbOf(c)
-			if strings.Contains(db, "://") || db == "memory" {
-				return usagef("doctor checks SQLite files; for PostgreSQL look at /api/stats and pg_stat_activity")
-			}
-			if _, err := os.Stat(db); err != nil {
-				return fmt.Errorf("%s: %w (give the database with --db)", db, err)
-			}
-			s, err := sqlite.Open(c.Context, db, sqlite.Options{ReadOnly: true})
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			fmt.Fprintf(c.App.ErrWriter, "checking %s ...\n", db)
-			rep, err := s.Doctor(c.Context)
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				printJSON(c.App.Writer, rep)
-			} else {
-				printReport(c.App.Writer, rep)
-			}
-			if len(rep.Problems) > 0 {
-				return cli.Exit("", 1)
-			}
-			return nil
-		},
-	}
-}
-
 func configCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "config",

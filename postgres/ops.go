@@ -32,38 +32,81 @@ func (s *Store) Queues(ctx context.Context) ([]app.QueueState, error) {
 }
 
 // Stats implements app.Store: the counts come from one snapshot, so they
-// agree with each other. Jobs held for their key count as queued, as on
-// SQLite, whatever their run_at, and not in the oldest claimable job's age
-// (they are not claimable): counted apart, through jobs_held.
+// agree with each other. The counts per status are the counters
+// (job_counts plus the deltas not yet folded into it, see
+// postgres/counts.go), never a count of the rows; only what depends on the
+// clock is read from the jobs: each queue's scheduled jobs and its oldest
+// run_at, through the claim index (statsQueuedSQL). Jobs held for their
+// key count as queued, as on SQLite, whatever their run_at, and not in the
+// oldest claimable job's age (they are not claimable).
 func (s *Store) Stats(ctx context.Context) ([]app.QueueStats, error) {
 	now := s.now()
 	var t *app.Tally
 	err := s.read(ctx, func(tx pgx.Tx) error {
 		t = app.NewTally()
-		rows, err := tx.Query(ctx, `
-			SELECT queue, 'queued', count(*), min(run_at), 0::bigint, 0::bigint FROM jobs WHERE status = 'queued' AND NOT held AND run_at <= $1 GROUP BY queue
-			UNION ALL SELECT queue, 'scheduled', count(*), NULL, 0, 0 FROM jobs WHERE status = 'queued' AND NOT held AND run_at > $1 GROUP BY queue
-			UNION ALL SELECT queue, 'queued', count(*), NULL, 0, 0 FROM jobs WHERE status = 'queued' AND held GROUP BY queue
-			UNION ALL SELECT queue, status, count(*), NULL, 0, 0 FROM jobs WHERE status IN ('processing', 'done', 'cancelled') GROUP BY queue, status
-			UNION ALL SELECT queue, 'dead_letter', count(*), NULL, 0, 0 FROM dead_letter_jobs GROUP BY queue
-			UNION ALL SELECT queue, '', 0, NULL, sum(completed)::bigint, sum(failed)::bigint FROM throughput WHERE second > $2 GROUP BY queue
-			UNION ALL SELECT name, '', 0, NULL, 0, 0 FROM queues`, now, time.Unix(now.Unix()-60, 0).UTC())
+		queued := map[string]int64{}
+		rows, err := tx.Query(ctx, `SELECT queue, status, sum(n)::bigint FROM (
+				SELECT queue, status, n FROM job_counts UNION ALL SELECT queue, status, n FROM job_count_deltas) c
+			GROUP BY queue, status HAVING sum(n) <> 0`)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var name, status string
+			var n int64
+			if err := rows.Scan(&name, &status, &n); err != nil {
+				rows.Close()
+				return err
+			}
+			if app.Status(status) == app.StatusQueued {
+				queued[name] = n
+			} else {
+				t.Add(name, status, n)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		sched := map[string]int64{}
+		rows, err = tx.Query(ctx, statsQueuedSQL, now)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var name string
+			var n int64
+			var first *time.Time
+			if err := rows.Scan(&name, &n, &first); err != nil {
+				rows.Close()
+				return err
+			}
+			sched[name] = n
+			if first != nil && !first.After(now) {
+				t.Due(name, first.UTC())
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for q, n := range queued {
+			t.Add(q, "scheduled", sched[q])
+			t.Add(q, string(app.StatusQueued), max(0, n-sched[q]))
+		}
+		rows, err = tx.Query(ctx, `SELECT queue, sum(completed)::bigint, sum(failed)::bigint FROM throughput WHERE second > $1 GROUP BY queue
+			UNION ALL SELECT name, 0, 0 FROM queues`, time.Unix(now.Unix()-60, 0).UTC())
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var name, what string
-			var n, completed, failed int64
-			var first *time.Time
-			if err := rows.Scan(&name, &what, &n, &first, &completed, &failed); err != nil {
+			var name string
+			var completed, failed int64
+			if err := rows.Scan(&name, &completed, &failed); err != nil {
 				return err
 			}
-			t.Add(name, what, n)
 			t.LastMinute(name, completed, failed)
-			if first != nil {
-				t.Due(name, first.UTC())
-			}
 		}
 		return rows.Err()
 	})
@@ -72,6 +115,26 @@ func (s *Store) Stats(ctx context.Context) ([]app.QueueStats, error) {
 	}
 	return t.Stats(now), nil
 }
+
+// statsQueuedSQL counts each queue's scheduled jobs (claimable, run_at
+// later than $1) and finds its earliest run_at through the claim index
+// alone: a recursive skip-scan visits each distinct (queue, priority) of
+// jobs_claim (one seek each), then counts the scheduled tail of each such
+// range and reads its first run_at. Its cost grows with the number of
+// queues and priorities and of scheduled jobs, not with the depth of the
+// queues.
+const statsQueuedSQL = `WITH RECURSIVE qp AS (
+		(SELECT queue, priority FROM jobs WHERE status = 'queued' AND NOT held ORDER BY queue, priority LIMIT 1)
+		UNION ALL
+		SELECT nx.queue, nx.priority FROM qp, LATERAL (
+			SELECT queue, priority FROM jobs WHERE status = 'queued' AND NOT held AND (queue, priority) > (qp.queue, qp.priority)
+			ORDER BY queue, priority LIMIT 1) nx)
+	SELECT qp.queue, sum(sc.n)::bigint, min(f.run_at) FROM qp,
+		LATERAL (SELECT count(*) AS n FROM jobs WHERE status = 'queued' AND NOT held
+			AND queue = qp.queue AND priority = qp.priority AND run_at > $1) sc,
+		LATERAL (SELECT run_at FROM jobs WHERE status = 'queued' AND NOT held
+			AND queue = qp.queue AND priority = qp.priority ORDER BY run_at LIMIT 1) f
+	GROUP BY qp.queue`
 
 // Waiting implements app.Store: claimable jobs only (a job held for its
 // key waits for its key, not for a worker), as on SQLite.
