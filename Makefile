@@ -27,7 +27,7 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.7.0 ./...
 
-bench: ## Benchmarks: the store's, then queue beside River and goqite (bench/, ~15 min; BENCH_ARGS="-short" or see docs/benchmarks.md)
+bench: ## Benchmarks: the store's, then queue beside River and goqite (bench/, ~25 min; BENCH_ARGS="-short" or see docs/benchmarks.md)
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./sqlite/
 	@if [ -n "$$QUEUE_TEST_POSTGRES_DSN" ]; then $(GO) test -run '^$$' -bench Workflow -benchtime 3x ./postgres/ && \
 		$(GO) test -run '^$$' -bench 'Keys|Fairness' -benchtime 2s ./postgres/; \
@@ -35,6 +35,8 @@ bench: ## Benchmarks: the store's, then queue beside River and goqite (bench/, ~
 	$(MAKE) build
 	cd bench && $(GO) run ./workflowhttp -bin ../queue
 	@if [ -n "$$QUEUE_TEST_POSTGRES_DSN" ]; then cd bench && $(GO) run ./workflowhttp -bin ../queue -db "$$QUEUE_TEST_POSTGRES_DSN"; fi
+	@if [ -n "$$QUEUE_TEST_POSTGRES_DSN" ]; then cd bench && $(GO) run ./nodes -bin ../queue -db "$$QUEUE_TEST_POSTGRES_DSN"; \
+		else echo "QUEUE_TEST_POSTGRES_DSN is not set: bench/nodes (several nodes on one PostgreSQL) is skipped"; fi
 	@if [ -f bench/go.mod ]; then cd bench && $(GO) run . $(BENCH_ARGS); fi
 
 SOAK_DURATION ?= 10m
