@@ -104,3 +104,40 @@ func TestRecountRepairsCounters(t *testing.T) {
 		t.Fatalf("recount after repair = %v, %v; want nothing", fixes, err)
 	}
 }
+
+// What the counters' triggers cost a job's way through (a submit of one,
+// a claim of one and a completion: three statements that move jobs), with
+// them and with them disabled.
+func BenchmarkCounterTriggers(b *testing.B) {
+	for _, on := range []bool{true, false} {
+		name := "triggers"
+		if !on {
+			name = "none"
+		}
+		b.Run(name, func(b *testing.B) {
+			ctx := b.Context()
+			s := mustOpen(b, Options{})
+			if !on {
+				for _, t := range []string{"jobs", "dead_letter_jobs"} {
+					if _, err := s.Pool().Exec(ctx, `ALTER TABLE `+t+` DISABLE TRIGGER USER`); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			nj := []app.NewJob{{Queue: "a", Kind: "k", Payload: json.RawMessage(`1`)}}
+			b.ResetTimer()
+			for range b.N {
+				if _, err := app.Submit(ctx, s, app.SubmitRequest{Jobs: nj}); err != nil {
+					b.Fatal(err)
+				}
+				jobs, err := s.Claim(ctx, app.ClaimRequest{Queue: "a", Limit: 1})
+				if err != nil || len(jobs) != 1 {
+					b.Fatal(err, len(jobs))
+				}
+				if _, err := s.Complete(ctx, []app.Completion{{ID: jobs[0].ID, Lease: jobs[0].Lease}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -137,16 +137,38 @@ const statsQueuedSQL = `WITH RECURSIVE qp AS (
 	GROUP BY qp.queue`
 
 // Waiting implements app.Store: claimable jobs only (a job held for its
-// key waits for its key, not for a worker), as on SQLite.
+// key waits for its key, not for a worker), as on SQLite. A recursive
+// skip-scan walks jobs_claim_kind one (queue, kind, priority) at a time (a
+// seek each; the first entry of each is its earliest run_at), so finding
+// the kinds costs the number of kinds and priorities, not the depth of the
+// queues; only a kind whose oldest due job is older than dueBefore has its
+// due jobs counted.
 func (s *Store) Waiting(ctx context.Context, dueBefore time.Time) ([]app.KindWait, error) {
+	now := s.now()
 	out, err := readRows(ctx, s, func(row pgx.Row) (w app.KindWait, err error) {
-		err = row.Scan(&w.Queue, &w.Kind, &w.Queued, &w.Oldest)
+		err = row.Scan(&w.Queue, &w.Kind, &w.Oldest)
 		w.Oldest = w.Oldest.UTC()
 		return w, err
-	}, `SELECT queue, kind, count(*), min(run_at) FROM jobs WHERE status = 'queued' AND NOT held AND run_at <= $1
-		GROUP BY queue, kind HAVING min(run_at) < $2 LIMIT 100`, s.now(), ms(dueBefore))
+	}, `WITH RECURSIVE qk AS (
+			(SELECT queue, kind, priority FROM jobs WHERE status = 'queued' AND NOT held ORDER BY queue, kind, priority LIMIT 1)
+			UNION ALL
+			SELECT nx.queue, nx.kind, nx.priority FROM qk, LATERAL (
+				SELECT queue, kind, priority FROM jobs WHERE status = 'queued' AND NOT held
+					AND (queue, kind, priority) > (qk.queue, qk.kind, qk.priority)
+				ORDER BY queue, kind, priority LIMIT 1) nx)
+		SELECT qk.queue, qk.kind, min(f.run_at) FROM qk, LATERAL (
+			SELECT run_at FROM jobs WHERE status = 'queued' AND NOT held
+				AND queue = qk.queue AND kind = qk.kind AND priority = qk.priority ORDER BY run_at LIMIT 1) f
+		GROUP BY qk.queue, qk.kind HAVING min(f.run_at) <= $1 AND min(f.run_at) < $2
+		ORDER BY qk.queue, qk.kind LIMIT 100`, now, ms(dueBefore))
 	if err != nil {
 		return nil, fmt.Errorf("waiting kinds: %w", err)
+	}
+	for i := range out {
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE status = 'queued' AND NOT held
+			AND queue = $1 AND kind = $2 AND run_at <= $3`, out[i].Queue, out[i].Kind, now).Scan(&out[i].Queued); err != nil {
+			return nil, fmt.Errorf("waiting kinds: %w", mapErr(err))
+		}
 	}
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -135,18 +136,75 @@ func (s *Store) readStats(ctx context.Context, now time.Time, t *app.Tally, coun
 	return t.Stats(now), nil
 }
 
-// Waiting implements app.Store.
+// Waiting implements app.Store. It walks the claim index one (queue, kind,
+// priority) at a time (a seek each: the first entry of each such range is
+// its earliest run_at), so finding the kinds costs the number of kinds and
+// priorities, not the depth of the queues; only a kind whose oldest due job
+// is older than dueBefore has its due jobs counted.
 func (s *Store) Waiting(ctx context.Context, dueBefore time.Time) ([]app.KindWait, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT queue, kind, count(*), min(run_at) FROM jobs INDEXED BY jobs_claim
-		WHERE status = 'queued' AND held = 0 AND run_at <= ? GROUP BY queue, kind HAVING min(run_at) < ? LIMIT 100`, ms(s.clock.Now()), ms(dueBefore))
-	out, err := collect(rows, err, func(sc scanner) (w app.KindWait, err error) {
-		var oldest int64
-		err = sc.Scan(&w.Queue, &w.Kind, &w.Queued, &oldest)
-		w.Oldest = fromMS(oldest)
-		return w, err
-	})
+	now := ms(s.clock.Now())
+	tx, err := s.rdb.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("waiting kinds: %w", mapErr(err))
+	}
+	defer tx.Rollback()
+	var out []app.KindWait
+	var queue, kind string
+	var prio, runAt int64
+	first := true
+	// next finds the first entry after (queue, kind, prio): a later
+	// priority of the same kind, else the next kind of the queue, else the
+	// next queue (each a seek: a row-value comparison would walk the
+	// entries equal to its first columns).
+	const cols = `SELECT queue, kind, priority, run_at FROM jobs INDEXED BY jobs_claim WHERE status = 'queued' AND held = 0 AND `
+	next := func() (w app.KindWait, p, at int64, ok bool, err error) {
+		steps := []struct {
+			cond string
+			args []any
+		}{
+			{`queue = ? AND kind = ? AND priority > ? ORDER BY priority, run_at`, []any{queue, kind, prio}},
+			{`queue = ? AND kind > ? ORDER BY kind, priority, run_at`, []any{queue, kind}},
+			{`queue > ? ORDER BY queue, kind, priority, run_at`, []any{queue}},
+		}
+		if first {
+			steps = steps[2:]
+			steps[0].cond, steps[0].args = `1 ORDER BY queue, kind, priority, run_at`, nil
+		}
+		for _, st := range steps {
+			err = tx.QueryRowContext(ctx, cols+st.cond+` LIMIT 1`, st.args...).Scan(&w.Queue, &w.Kind, &p, &at)
+			if err == nil {
+				return w, p, at, true, nil
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return w, 0, 0, false, err
+			}
+		}
+		return w, 0, 0, false, nil
+	}
+	for len(out) < 100 {
+		w, p, at, ok, err := next()
+		if err != nil {
+			return nil, fmt.Errorf("waiting kinds: %w", mapErr(err))
+		}
+		if !ok {
+			break
+		}
+		if first || w.Queue != queue || w.Kind != kind { // a new kind: settle the last one
+			if !first && runAt <= now && runAt < ms(dueBefore) {
+				out = append(out, app.KindWait{Queue: queue, Kind: kind, Oldest: fromMS(runAt)})
+			}
+			runAt = at
+		}
+		first, queue, kind, prio, runAt = false, w.Queue, w.Kind, p, min(runAt, at)
+	}
+	if !first && len(out) < 100 && runAt <= now && runAt < ms(dueBefore) {
+		out = append(out, app.KindWait{Queue: queue, Kind: kind, Oldest: fromMS(runAt)})
+	}
+	for i := range out {
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM jobs INDEXED BY jobs_claim
+			WHERE queue = ? AND kind = ? AND status = 'queued' AND held = 0 AND run_at <= ?`, out[i].Queue, out[i].Kind, now).Scan(&out[i].Queued); err != nil {
+			return nil, fmt.Errorf("waiting kinds: %w", mapErr(err))
+		}
 	}
 	return out, nil
 }
