@@ -324,10 +324,11 @@ func (p *parent) settings() string {
 		"queue workers: client.Worker, concurrency %d (claims up to %d per call, acknowledges in batches), %d worker(s) over HTTP; "+
 		"River: MaxWorkers %d, FetchCooldown %s, FetchPollInterval %s, %d SQLite connection(s), batch completer (default); "+
 		"goqite: %d receive/delete goroutines, %s sleep when empty, 1 SQLite connection; "+
-		"PostgreSQL pools: %d connections; SQLite: WAL, synchronous=FULL (NORMAL in e2e-normal), modernc.org/sqlite.",
+		"PostgreSQL pools: %d connections (queue serve on PostgreSQL too); SQLite: WAL, synchronous=FULL (NORMAL in e2e-normal), modernc.org/sqlite; "+
+		"plain HTTP client (http-sqlite, http-pg): net/http, one POST /api/jobs per job, %d claiming workers (claimers-N: N) each claiming up to 500 with a 1 s wait and acknowledging the batch in one POST /api/jobs/complete.",
 		rc.Producers, rc.Duration, rc.Warmup, rc.LatencyDuration, rc.Rate, commas(int64(rc.BurnJobs)),
 		e.Concurrency, e.Concurrency, e.HTTPWorkers, e.RiverWorkers, e.RiverCooldown, e.RiverPoll, e.RiverConns,
-		e.GoqiteWorkers, e.GoqitePoll, e.PGConns)
+		e.GoqiteWorkers, e.GoqitePoll, e.PGConns, e.Claimers)
 }
 
 // targets checks the numbers against issue 9's "done when".
