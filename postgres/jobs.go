@@ -355,8 +355,9 @@ const customPlans = `SET LOCAL plan_cache_mode = force_custom_plan`
 // kinds it walks jobs_claim (queue, priority, run_at, id) from the front.
 // With one kind (kind is its parameter) it walks that kind's range of
 // jobs_claim_kind (queue, kind, priority, run_at, id), and with several
-// (kind is a text[] parameter) the range of each, keeping the first of
-// those: a claim for one kind never walks another kind's backlog. Both
+// (kind is a text[] parameter) the front of the range of each, locking in
+// each only its share of the first n: a claim for one kind never walks
+// another kind's backlog, nor holds rows it does not take. Both
 // indexes leave held jobs out, and the claim says AND NOT held to use them.
 // The picked rows are then found by their primary key.
 func claimSQL(now, due, leaseExp, worker, queue, cond, kind string, kinds int, n string) string {
@@ -371,14 +372,26 @@ func claimSQL(now, due, leaseExp, worker, queue, cond, kind string, kinds int, n
 			LIMIT ` + n + `
 			FOR UPDATE SKIP LOCKED`
 	if kinds > 1 {
-		picked = `SELECT p.id FROM unnest(` + kind + `) AS k(kind)
-			CROSS JOIN LATERAL (SELECT id, priority, run_at FROM jobs
-				WHERE queue = ` + queue + ` AND kind = k.kind AND ` + claimable + `
+		// The first n claimable rows across the kinds are found without
+		// locking (the first n of each kind's range, merged); then each
+		// kind locks as many as it has among them, skipping rows others
+		// hold. Locking n in each range and keeping the first n overall
+		// held up to n per kind until the commit, rows concurrent claimers
+		// skipped although this claim did not take them.
+		picked = `WITH first AS (SELECT k.kind FROM unnest(` + kind + `) AS k(kind)
+				CROSS JOIN LATERAL (SELECT priority, run_at, id FROM jobs
+					WHERE queue = ` + queue + ` AND kind = k.kind AND ` + claimable + `
+					ORDER BY priority, run_at, id
+					LIMIT ` + n + `) p
+				ORDER BY p.priority, p.run_at, p.id
+				LIMIT ` + n + `),
+			shares AS (SELECT kind, count(*) AS n FROM first GROUP BY kind)
+			SELECT p.id FROM shares s
+			CROSS JOIN LATERAL (SELECT id FROM jobs
+				WHERE queue = ` + queue + ` AND kind = s.kind AND ` + claimable + `
 				ORDER BY priority, run_at, id
-				LIMIT ` + n + `
-				FOR UPDATE SKIP LOCKED) p
-			ORDER BY p.priority, p.run_at, p.id
-			LIMIT ` + n
+				LIMIT s.n
+				FOR UPDATE SKIP LOCKED) p`
 	}
 	return `WITH picked AS (` + picked + `)
 		UPDATE jobs j SET status = 'processing', attempts = j.attempts + 1, lease = j.lease + 1,

@@ -76,7 +76,12 @@ func (s *Store) receive(ctx context.Context, conn *pgx.Conn) error {
 		cancel()
 		switch {
 		case err == nil:
-			s.notify.Notify(n.Payload)
+			// This node's own NOTIFYs come back too: its claimers were
+			// woken at the commits, in proportion to the jobs; another
+			// wake-up would have one more of them claim for nothing.
+			if n.PID != s.notifyPID.Load() {
+				s.notify.Notify(n.Payload)
+			}
 			continue
 		case ctx.Err() != nil || !pgconn.Timeout(err):
 			return err
@@ -110,25 +115,33 @@ func (s *Store) broadcast(queues []string) {
 
 // notifier sends the NOTIFYs that broadcast asked for, after the commits
 // that made the work claimable: one statement for every queue that came up
-// while the previous one was on its way. NOTIFY is not sent inside the
-// write transactions on purpose: PostgreSQL serializes the commits of all
-// transactions that NOTIFY (a database-wide lock held through the commit's
-// flush), which would cap the whole cluster's write rate; a NOTIFY of its
-// own commits without a flush and is coalesced here. A notification lost to
-// a crash between commit and send costs a waiting claimer at most its 1s
-// recheck.
+// while the previous one was on its way, on a connection of its own (its
+// backend's PID tells the listener which notifications are this node's
+// own). NOTIFY is not sent inside the write transactions on purpose:
+// PostgreSQL serializes the commits of all transactions that NOTIFY (a
+// database-wide lock held through the commit's flush), which would cap the
+// whole cluster's write rate; a NOTIFY of its own commits without a flush
+// and is coalesced here. A notification lost to a crash between commit and
+// send costs a waiting claimer at most its 1s recheck.
 func (s *Store) notifier() {
 	defer s.bgWG.Done()
 	ctx, cancel := s.stopping()
 	defer cancel()
+	var conn *pgx.Conn
+	s.notifyConn(ctx, &conn) // now, not at the first wake-up (a failure is logged at the first send)
+	defer func() {
+		if conn != nil {
+			conn.Close(context.Background())
+		}
+	}()
 	for {
 		select {
 		case <-s.kick:
 		case <-s.stop:
-			s.sendNotify(context.Background()) // what the last writes asked for
+			s.sendNotify(context.Background(), &conn) // what the last writes asked for
 			return
 		}
-		s.sendNotify(ctx)
+		s.sendNotify(ctx, &conn)
 		// At most one NOTIFY per notifyEvery: under load every commit asks
 		// for one, and each costs the database a statement; a claimer on
 		// another node waits at most this much longer.
@@ -142,7 +155,23 @@ func (s *Store) notifier() {
 // notifyEvery is the shortest time between two NOTIFYs of a node.
 const notifyEvery = 2 * time.Millisecond
 
-func (s *Store) sendNotify(ctx context.Context) {
+// notifyConn connects *conn, the notifier's connection, unless it is.
+func (s *Store) notifyConn(ctx context.Context, conn **pgx.Conn) error {
+	if *conn != nil {
+		return nil
+	}
+	c, err := pgx.ConnectConfig(ctx, s.ownConnConfig("queue notify"))
+	if err != nil {
+		return err
+	}
+	*conn = c
+	s.notifyPID.Store(c.PgConn().PID())
+	return nil
+}
+
+// sendNotify sends the pending NOTIFYs on *conn, connecting it first if
+// needed; a connection that failed is closed, for the next send to open.
+func (s *Store) sendNotify(ctx context.Context, conn **pgx.Conn) {
 	s.pendingMu.Lock()
 	queues := make([]string, 0, len(s.pending))
 	for q := range s.pending {
@@ -155,7 +184,18 @@ func (s *Store) sendNotify(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1, q) FROM unnest($2::text[]) AS q`, s.channel, queues); err != nil && ctx.Err() == nil {
-		s.log.Warn().Err(err).Strs("queues", queues).Msg("wake-up notify failed; other nodes find the work at their next recheck")
+	err := s.notifyConn(ctx, conn)
+	if err == nil {
+		_, err = (*conn).Exec(ctx, `SELECT pg_notify($1, q) FROM unnest($2::text[]) AS q`, s.channel, queues)
+	}
+	if err != nil {
+		if *conn != nil {
+			s.notifyPID.Store(0)
+			(*conn).Close(context.Background())
+			*conn = nil
+		}
+		if ctx.Err() == nil {
+			s.log.Warn().Err(err).Strs("queues", queues).Msg("wake-up notify failed; other nodes find the work at their next recheck")
+		}
 	}
 }

@@ -242,3 +242,28 @@ func TestLeadershipMovesToAnotherNode(t *testing.T) {
 	l.waitFor(t, 3, 10*time.Second)
 	t.Logf("leader re-elected %v after its lock connection was killed", time.Since(start))
 }
+
+// A node's own NOTIFY does not wake its claimers a second time: they were
+// woken at the commit, one for a job, and the echo would have one more
+// claim for nothing. Another node's NOTIFY still wakes them.
+func TestOwnNotifyWakesNoMore(t *testing.T) {
+	a, b := twoNodes(t, app.StoreOptions{})
+	first, second := a.Wake("q", 500), a.Wake("q", 500)
+	submit(t, a, newJob("q"))
+	waitClosed(t, first, 2*time.Second, "the first claimer")
+	time.Sleep(300 * time.Millisecond) // the NOTIFY came back by now
+	if closed(second) {
+		t.Fatal("the node's own NOTIFY woke a second claimer for one job")
+	}
+	submit(t, b, newJob("q"))
+	waitClosed(t, second, 2*time.Second, "the second claimer, by the other node's NOTIFY")
+}
+
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -72,6 +73,7 @@ type Store struct {
 	pendingMu sync.Mutex
 	pending   map[string]struct{} // queues to NOTIFY about (see notifier)
 	kick      chan struct{}       // wakes the notifier
+	notifyPID atomic.Uint32       // backend of the notifier's connection: its NOTIFYs are this node's own
 
 	comb combiner // gathered submissions (group commit)
 
