@@ -194,7 +194,7 @@ func measure(o options, dir string, n int) (*point, error) {
 		return nil, err
 	}
 	defer c.stop()
-	// The first node migrates the fresh database; the others start together.
+	// One after the other, each to /readyz: the first migrates the fresh database.
 	t0 := time.Now()
 	for i := range n {
 		nd, err := startNode(o.bin, c.dsn, cfg, dir, fmt.Sprintf("%d-%d", n, i), i)
