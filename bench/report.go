@@ -116,6 +116,7 @@ func (p *parent) report() string {
 		}
 		w("\n")
 	}
+	w("%s", p.claimersSweep())
 	if len(notes) > 0 {
 		w("Errors and notes:\n\n")
 		for _, n := range notes {
@@ -488,4 +489,42 @@ func (p *parent) producers() int {
 		}
 	}
 	return 16
+}
+
+// claimersSweep puts the runs at 8 producers over HTTP side by side by the
+// number of claiming workers: claimers-1, http-8 (8 workers), claimers-32.
+func (p *parent) claimersSweep() string {
+	var b strings.Builder
+	for _, s := range p.systems {
+		if !s.Plain {
+			continue
+		}
+		var cells []string
+		ran := false
+		for _, sc := range []string{"claimers-1", "http-8", "claimers-32"} {
+			st, ok := p.stat(s.Name, sc, "rate")
+			if !ok {
+				cells = append(cells, "-")
+				continue
+			}
+			ran = true
+			cells = append(cells, fmt.Sprintf("%s (submit p50 %s ms)", fmtNum(st.med), p.cell(s.Name, sc, "submit_p50_ms")))
+		}
+		if !ran {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("### Claiming workers at 8 producers over HTTP (claimers-1, http-8, claimers-32): jobs/s, median\n\n")
+			b.WriteString("| system | 1 worker | 8 workers | 32 workers | 32 / 1 |\n|---|---:|---:|---:|---:|\n")
+		}
+		r := "-"
+		if v, ok := p.paired(s.Name, "claimers-32", s.Name, "claimers-1", "rate", false); ok {
+			r = fmt.Sprintf("%.2f", v)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", s.Label, strings.Join(cells, " | "), r)
+	}
+	if b.Len() > 0 {
+		b.WriteString("\n")
+	}
+	return b.String()
 }
