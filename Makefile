@@ -35,7 +35,7 @@ bench: ## Benchmarks: the store's, then queue beside River and goqite (bench/, ~
 	$(MAKE) build
 	cd bench && $(GO) run ./workflowhttp -bin ../queue
 	@if [ -n "$$QUEUE_TEST_POSTGRES_DSN" ]; then cd bench && $(GO) run ./workflowhttp -bin ../queue -db "$$QUEUE_TEST_POSTGRES_DSN"; fi
-	@if [ -n "$$QUEUE_TEST_POSTGRES_DSN" ]; then cd bench && $(GO) run ./nodes -bin ../queue -db "$$QUEUE_TEST_POSTGRES_DSN"; \
+	@if [ -n "$$QUEUE_TEST_POSTGRES_DSN" ]; then cd bench && $(GO) run ./nodes -bin ../queue -db "$$QUEUE_TEST_POSTGRES_DSN" $(if $(findstring -short,$(BENCH_ARGS)),-short); \
 		else echo "QUEUE_TEST_POSTGRES_DSN is not set: bench/nodes (several nodes on one PostgreSQL) is skipped"; fi
 	@if [ -f bench/go.mod ]; then cd bench && $(GO) run . $(BENCH_ARGS); fi
 
