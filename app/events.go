@@ -181,15 +181,31 @@ func (s *Subscription) closeLocked() {
 // that took a full batch (more may be left), hands the wake-up on with
 // Pass, so no job waits for a recheck. It holds only queues someone waits
 // on, and only the waiters not yet woken.
+//
+// Jobs that arrive within Coalesce of a queue's last wake-up, while other
+// claimers still wait, are handed out together when it has passed: one
+// claim takes what a stream of single submissions brought meanwhile, as a
+// lone busy claimer does, instead of one claim (and one completion) per
+// submission, each a commit that the submissions wait behind.
 type Notifier struct {
 	mu  sync.Mutex
 	qs  map[string]*wakeQueue
 	byC map[<-chan struct{}]*waiter
+	// Coalesce is how long after a wake-up of a queue the next waits to
+	// gather more jobs (0: none). Set it before the first Wait.
+	Coalesce time.Duration
 }
 
-// wakeQueue is the waiters of one queue, first come first.
+// DefaultCoalesce is a new Notifier's Coalesce: a few commits' worth.
+const DefaultCoalesce = 2 * time.Millisecond
+
+// wakeQueue is the waiters of one queue, first come first, and the jobs
+// owed to them that wait for the coalescing window to end.
 type wakeQueue struct {
 	head, tail *waiter
+	last       time.Time   // the last wake-up by Notify
+	owed       int         // jobs notified since, not yet handed out
+	timer      *time.Timer // hands them out at the window's end
 }
 
 // waiter is one Wait not yet woken nor left.
@@ -202,7 +218,7 @@ type waiter struct {
 
 // NewNotifier returns a Notifier with no waiters.
 func NewNotifier() *Notifier {
-	return &Notifier{qs: map[string]*wakeQueue{}, byC: map[<-chan struct{}]*waiter{}}
+	return &Notifier{qs: map[string]*wakeQueue{}, byC: map[<-chan struct{}]*waiter{}, Coalesce: DefaultCoalesce}
 }
 
 // Wait returns a channel closed when the caller is woken for work on
@@ -255,9 +271,41 @@ func (n *Notifier) Notify(queues ...string) {
 		for j < len(queues) && queues[j] == queues[i] {
 			j++
 		}
-		n.wake(queues[i], j-i)
+		n.notify(queues[i], j-i)
 		i = j
 	}
+}
+
+// notify wakes waiters of queue for jobs, or owes them the jobs until the
+// coalescing window since the last wake-up ends.
+func (n *Notifier) notify(queue string, jobs int) {
+	q := n.qs[queue]
+	if q == nil {
+		return // nobody waits: every claimer looks before it waits
+	}
+	now := time.Now()
+	if since := now.Sub(q.last); n.Coalesce > 0 && since < n.Coalesce {
+		q.owed += jobs
+		if q.timer == nil {
+			q.timer = time.AfterFunc(n.Coalesce-since, func() { n.payOwed(queue, q) })
+		}
+		return
+	}
+	q.last = now
+	n.wake(queue, jobs)
+}
+
+// payOwed wakes waiters of q for the jobs owed to them, if q still holds
+// waiters of queue.
+func (n *Notifier) payOwed(queue string, q *wakeQueue) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if q.timer = nil; n.qs[queue] != q || q.owed == 0 {
+		return
+	}
+	jobs := q.owed
+	q.owed, q.last = 0, time.Now()
+	n.wake(queue, jobs)
 }
 
 // Pass wakes the first waiter of queue, if any: a claimer hands on a
@@ -318,6 +366,10 @@ func (n *Notifier) remove(w *waiter) {
 	w.prev, w.next = nil, nil
 	delete(n.byC, w.c)
 	if q.head == nil {
+		if q.timer != nil { // nobody left to owe: later claimers look first
+			q.timer.Stop()
+			q.timer = nil
+		}
 		delete(n.qs, w.queue)
 	}
 }

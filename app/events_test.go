@@ -99,6 +99,7 @@ func wokenOf(cs []<-chan struct{}) (n int) {
 // jobs; a Pass wakes the next; NotifyAll wakes the rest.
 func TestNotifierWakesInProportion(t *testing.T) {
 	n := NewNotifier()
+	n.Coalesce = 0 // every Notify counts at once
 	var big []<-chan struct{}
 	for range 32 {
 		big = append(big, n.Wait("q", 500))
@@ -163,6 +164,44 @@ func TestNotifierWakesInProportion(t *testing.T) {
 	n.Leave("q", threes[4])
 	if n.len() != 0 {
 		t.Fatal("waiters left behind")
+	}
+}
+
+// Jobs that come within the coalescing window of a queue's last wake-up
+// wake the next waiter together when it ends, not one each at once; a
+// queue whose waiters all left owes nothing.
+func TestNotifierCoalesces(t *testing.T) {
+	n := NewNotifier()
+	n.Coalesce = 50 * time.Millisecond
+	var cs []<-chan struct{}
+	for range 8 {
+		cs = append(cs, n.Wait("q", 500))
+	}
+	n.Notify("q")
+	n.Notify("q")
+	n.Notify("q", "q")
+	if got := wokenOf(cs); got != 1 {
+		t.Fatalf("4 jobs in one window woke %d waiters at once, want 1", got)
+	}
+	eventually(t, "the owed jobs to wake the next waiter", func() bool { return wokenOf(cs) == 2 })
+	time.Sleep(100 * time.Millisecond)
+	if got := wokenOf(cs); got != 2 || !closed(cs[1]) {
+		t.Fatalf("after the window %d woken, want 2", got)
+	}
+	n.Notify("q") // after the window: at once
+	if got := wokenOf(cs); got != 3 {
+		t.Fatalf("a job after the window woke %d in all, want 3", got)
+	}
+	n.Notify("q") // within the new window: owed
+	for _, c := range cs {
+		n.Leave("q", c)
+	}
+	if n.len() != 0 {
+		t.Fatal("waiters left behind")
+	}
+	time.Sleep(100 * time.Millisecond) // a timer that fired anyway finds nobody
+	if n.len() != 0 {
+		t.Fatal("an owed wake-up brought a queue back")
 	}
 }
 
