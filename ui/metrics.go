@@ -1,10 +1,12 @@
 package ui
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"maps"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,7 +35,17 @@ type Metrics struct {
 	txBatch   prometheus.Histogram
 	authLogin prometheus.Counter
 	authToken prometheus.Counter
+
+	// series caches each (event type, queue label, kind label) counter:
+	// observe runs on the store's writer goroutine, three times a job,
+	// and a vector's WithLabelValues hashes and checks the labels each time.
+	seriesMu sync.Mutex
+	series   map[seriesKey]prometheus.Counter
+	observed map[seriesKey]prometheus.Observer // wait and run histograms, typ "wait" or "run"
 }
+
+// seriesKey names one counter series of Metrics.series.
+type seriesKey struct{ typ, queue, kind string }
 
 // Label caps. Every queue and (queue, kind) that the config names
 // ([queues.X], [[workers]], [[periodic]], the queues of [[tokens]], and
@@ -83,6 +95,8 @@ func NewMetrics(svc *app.Service, named ...QueueKind) *Metrics {
 		reg:       prometheus.NewRegistry(),
 		labels:    newLabels(svc.Config, named),
 		counters:  map[string]*prometheus.CounterVec{},
+		series:    map[seriesKey]prometheus.Counter{},
+		observed:  map[seriesKey]prometheus.Observer{},
 		authLogin: auth.WithLabelValues("login"),
 		authToken: auth.WithLabelValues("token"),
 		failed: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -131,27 +145,77 @@ func (m *Metrics) observe(e *app.Event) {
 		return
 	}
 	queue, kind := m.labels.pair(e.Queue, e.Kind)
-	c.WithLabelValues(queue, kind).Inc()
+	m.counter(e.Type, c, queue, kind).Inc()
 	switch e.Type {
 	case app.EventRetryScheduled, app.EventDeadLettered:
 		if !strings.Contains(string(e.Data), app.ReasonAdminMove) { // an operator's move is not a failure
 			m.failed.WithLabelValues(queue, kind).Inc()
 		}
 	case app.EventStarted:
-		var d struct {
-			WaitMS int64 `json:"wait_ms"`
-		}
-		if json.Unmarshal(e.Data, &d) == nil {
-			m.wait.WithLabelValues(queue).Observe(float64(d.WaitMS) / 1000)
+		if ms, ok := dataMillis(e.Data, "wait_ms"); ok {
+			m.observer("wait", queue, "", func() prometheus.Observer { return m.wait.WithLabelValues(queue) }).Observe(float64(ms) / 1000)
 		}
 	case app.EventSucceeded:
-		var d struct {
-			DurationMS int64 `json:"duration_ms"`
-		}
-		if json.Unmarshal(e.Data, &d) == nil {
-			m.run.WithLabelValues(queue, kind).Observe(float64(d.DurationMS) / 1000)
+		if ms, ok := dataMillis(e.Data, "duration_ms"); ok {
+			m.observer("run", queue, kind, func() prometheus.Observer { return m.run.WithLabelValues(queue, kind) }).Observe(float64(ms) / 1000)
 		}
 	}
+}
+
+// counter returns the series of c for the labels, from the cache. The
+// labels are bounded (labels.pair), so the cache is too.
+func (m *Metrics) counter(typ string, c *prometheus.CounterVec, queue, kind string) prometheus.Counter {
+	k := seriesKey{typ, queue, kind}
+	m.seriesMu.Lock()
+	defer m.seriesMu.Unlock()
+	s, ok := m.series[k]
+	if !ok {
+		s = c.WithLabelValues(queue, kind)
+		m.series[k] = s
+	}
+	return s
+}
+
+// observer returns the histogram series typ of the labels, from the cache
+// (made by mk the first time).
+func (m *Metrics) observer(typ, queue, kind string, mk func() prometheus.Observer) prometheus.Observer {
+	k := seriesKey{typ, queue, kind}
+	m.seriesMu.Lock()
+	defer m.seriesMu.Unlock()
+	o, ok := m.observed[k]
+	if !ok {
+		o = mk()
+		m.observed[k] = o
+	}
+	return o
+}
+
+// dataMillis reads the integer field name of an event's data. The data of
+// started and succeeded events is written by hand (app.StartedData,
+// app.FinishedData) as {"...":N,...}, which is read here without a JSON
+// decoder; any other shape goes through encoding/json.
+func dataMillis(data json.RawMessage, name string) (int64, bool) {
+	if i := bytes.Index(data, []byte(`"`+name+`":`)); i >= 0 {
+		rest := data[i+len(name)+3:]
+		n := 0
+		for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+			n++
+		}
+		if n > 0 && n < 19 && (n == len(rest) || rest[n] == ',' || rest[n] == '}') {
+			v, err := strconv.ParseInt(string(rest[:n]), 10, 64)
+			return v, err == nil
+		}
+	}
+	var d map[string]json.RawMessage // as a struct with the one field would: absent is 0
+	if json.Unmarshal(data, &d) != nil {
+		return 0, false
+	}
+	raw, ok := d[name]
+	if !ok {
+		return 0, true
+	}
+	var v int64
+	return v, json.Unmarshal(raw, &v) == nil
 }
 
 // AuthFailed counts a refused credential in queue_http_auth_failures_total:
