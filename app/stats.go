@@ -129,20 +129,59 @@ type UnclaimedKind struct {
 // UnclaimedEvery is how long an answer of unclaimedKinds is reused.
 const UnclaimedEvery = 30 * time.Second
 
+// unclaimedWait is how long a Stats waits for a new look at the unclaimed
+// kinds before it answers with the last one (the look goes on, and the
+// next Stats gets it): counting the due jobs of a kind nobody claims
+// costs about a second per million of them.
+const unclaimedWait = 40 * time.Millisecond
+
 // unclaimedKinds finds the kinds whose due jobs waited UnclaimedAfter while
 // no job of theirs started; an answer younger than UnclaimedEvery is reused.
+// One caller at a time looks again (the others reuse the last answer
+// meanwhile), waiting at most unclaimedWait for it.
 func (s *Service) unclaimedKinds(ctx context.Context, now time.Time) ([]UnclaimedKind, error) {
 	c := &s.unclaimed
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if !c.at.IsZero() && now.Sub(c.at) >= 0 && now.Sub(c.at) < UnclaimedEvery {
-		return slices.Clone(c.kinds), nil
+		defer c.mu.Unlock()
+		return cloneKinds(c.kinds), nil
 	}
-	kinds, err := s.findUnclaimed(ctx, now)
-	if err == nil {
-		c.at, c.kinds = now, kinds
+	prevAt, prev := c.at, c.kinds
+	c.at = now // the others reuse prev while this look runs
+	c.mu.Unlock()
+	type answer struct {
+		kinds []UnclaimedKind
+		err   error
 	}
-	return slices.Clone(kinds), err
+	done := make(chan answer, 1)
+	go func() {
+		kinds, err := s.findUnclaimed(context.WithoutCancel(ctx), now)
+		c.mu.Lock()
+		switch {
+		case err == nil && c.at.Equal(now):
+			c.kinds = kinds
+		case err != nil && c.at.Equal(now):
+			c.at = prevAt // the next Stats looks again
+		}
+		c.mu.Unlock()
+		done <- answer{kinds, err}
+	}()
+	t := time.NewTimer(unclaimedWait)
+	defer t.Stop()
+	select {
+	case a := <-done:
+		return cloneKinds(a.kinds), a.err
+	case <-t.C:
+		return cloneKinds(prev), nil
+	}
+}
+
+// cloneKinds is a copy of kinds, never nil (the API answers a list).
+func cloneKinds(kinds []UnclaimedKind) []UnclaimedKind {
+	if kinds == nil {
+		return []UnclaimedKind{}
+	}
+	return slices.Clone(kinds)
 }
 
 func (s *Service) findUnclaimed(ctx context.Context, now time.Time) ([]UnclaimedKind, error) {
