@@ -124,7 +124,7 @@ func (s jsonSerializer) Serialize(c echo.Context, v any, indent string) error {
 		}
 	case app.Job:
 		m = (*fastJob)(&v)
-	case submitted, claimAnswer, completedAnswer:
+	case submitted, claimAnswer, completedAnswer, batchAnswer:
 		m = v.(json.Marshaler)
 	}
 	if m == nil || indent != "" {
@@ -431,11 +431,28 @@ func (h *handler) submitBatch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]submitted, len(res))
-	for i, r := range res {
-		out[i] = submitted(r)
+	return c.JSON(http.StatusCreated, batchAnswer(res))
+}
+
+// batchAnswer is the answer to a batch submission, {"jobs": [...]}, each
+// job as submitted writes it.
+type batchAnswer []app.Submitted
+
+// MarshalJSON writes the answer as encoding/json would write the map it replaces.
+func (a batchAnswer) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 16+700*len(a))
+	b = append(b, `{"jobs":[`...)
+	for i, r := range a {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		jb, err := submitted(r).MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, jb...)
 	}
-	return c.JSON(http.StatusCreated, map[string]any{"jobs": out})
+	return append(b, "]}"...), nil
 }
 
 func (h *handler) listJobs(c echo.Context) error {

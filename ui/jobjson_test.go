@@ -120,3 +120,23 @@ func TestClaimAnswerJSON(t *testing.T) {
 		t.Errorf("completed: got %s, want %s", cb, wb)
 	}
 }
+
+func TestBatchAnswerJSON(t *testing.T) {
+	a, b := fullJob(), fullJob()
+	b.Kind = "html <&>"
+	res := []app.Submitted{{Job: &a}, {Job: &b, Duplicate: true}}
+	subs := make([]submitted, len(res))
+	for i, r := range res {
+		subs[i] = submitted(r)
+	}
+	for _, in := range [][]app.Submitted{res, {}} {
+		want, err := json.Marshal(map[string]any{"jobs": subs[:len(in)]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := batchAnswer(in).MarshalJSON()
+		if err != nil || string(got) != string(want) {
+			t.Errorf("got %s (%v)\nwant %s", got, err, want)
+		}
+	}
+}
