@@ -85,7 +85,11 @@ func (q *plainHTTP) post(ctx context.Context, path string, body []byte, out any)
 		_, err = io.Copy(io.Discard, resp.Body)
 		return err
 	}
-	return json.NewDecoder(resp.Body).Decode(out)
+	// Read to the end (the newline after the JSON too): a body closed
+	// early makes net/http drop the connection, and the next call dials.
+	err = json.NewDecoder(resp.Body).Decode(out)
+	io.Copy(io.Discard, resp.Body)
+	return err
 }
 
 func (q *plainHTTP) Submit(ctx context.Context, t int64) error {

@@ -349,7 +349,11 @@ func post(hc *http.Client, url string, body []byte, out any) error {
 		_, err = io.Copy(io.Discard, resp.Body)
 		return err
 	}
-	return json.NewDecoder(resp.Body).Decode(out)
+	// Read to the end (the newline after the JSON too): a body closed
+	// early makes net/http drop the connection, and the next call dials.
+	err = json.NewDecoder(resp.Body).Decode(out)
+	io.Copy(io.Discard, resp.Body)
+	return err
 }
 
 func get(hc *http.Client, url string, out any) error {
