@@ -49,6 +49,7 @@ type Service struct {
 		mu    sync.Mutex
 		at    time.Time
 		kinds []UnclaimedKind
+		took  time.Duration // the last look (see unclaimedKinds)
 	}
 }
 

@@ -136,13 +136,16 @@ const UnclaimedEvery = 30 * time.Second
 const unclaimedWait = 40 * time.Millisecond
 
 // unclaimedKinds finds the kinds whose due jobs waited UnclaimedAfter while
-// no job of theirs started; an answer younger than UnclaimedEvery is reused.
+// no job of theirs started; an answer younger than UnclaimedEvery (or ten
+// times the last look's time) is reused.
 // One caller at a time looks again (the others reuse the last answer
 // meanwhile), waiting at most unclaimedWait for it.
 func (s *Service) unclaimedKinds(ctx context.Context, now time.Time) ([]UnclaimedKind, error) {
 	c := &s.unclaimed
 	c.mu.Lock()
-	if !c.at.IsZero() && now.Sub(c.at) >= 0 && now.Sub(c.at) < UnclaimedEvery {
+	// A slow look (a deep queue's kind nobody claims) is taken again after
+	// ten times as long as it took at least: it costs at most a tenth of a core.
+	if !c.at.IsZero() && now.Sub(c.at) >= 0 && now.Sub(c.at) < max(UnclaimedEvery, 10*c.took) {
 		defer c.mu.Unlock()
 		return cloneKinds(c.kinds), nil
 	}
@@ -155,8 +158,10 @@ func (s *Service) unclaimedKinds(ctx context.Context, now time.Time) ([]Unclaime
 	}
 	done := make(chan answer, 1)
 	go func() {
+		began := time.Now()
 		kinds, err := s.findUnclaimed(context.WithoutCancel(ctx), now)
 		c.mu.Lock()
+		c.took = time.Since(began)
 		switch {
 		case err == nil && c.at.Equal(now):
 			c.kinds = kinds
