@@ -391,12 +391,6 @@ func (n *Notifier) len() int {
 	return len(n.qs)
 }
 
-// WakePasser is a Store whose wake-ups a claimer can hand on (Notifier.Pass).
-type WakePasser interface {
-	// PassWake wakes the next claimer waiting on queue, if any.
-	PassWake(queue string)
-}
-
 // Clock tells the time. Everything in the queue reads time through one
 // Clock so tests can move it without sleeping.
 type Clock interface {

@@ -264,6 +264,7 @@ func (s *wakeStore) Claim(_ context.Context, req ClaimRequest) ([]*Job, error) {
 }
 func (s *wakeStore) Wake(q string, want int) <-chan struct{} { return s.n.Wait(q, want) }
 func (s *wakeStore) Unwake(q string, c <-chan struct{})      { s.n.Leave(q, c) }
+func (s *wakeStore) PassWake(q string)                       { s.n.Pass(q) }
 
 // However a claim's wait ends (a job, an error, the wait over, the claimer
 // gone, the cap reached, the server stopping), it leaves no entry behind.

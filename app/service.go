@@ -612,12 +612,8 @@ func (s *Service) claim(ctx context.Context, qs *QueueChoice, in ClaimInput, cap
 	}
 }
 
-// passWake hands a wake-up of queue on to its next waiter (WakePasser).
-func (s *Service) passWake(queue string) {
-	if p, ok := s.Store.(WakePasser); ok {
-		p.PassWake(queue)
-	}
-}
+// passWake hands a wake-up of queue on to its next waiter.
+func (s *Service) passWake(queue string) { s.Store.PassWake(queue) }
 
 // closed reports whether c is closed, without waiting.
 func closed(c <-chan struct{}) bool {

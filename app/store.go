@@ -41,6 +41,10 @@ type Store interface {
 	// stops waiting; call it once per Wake. The store forgets a queue when
 	// its last waiter leaves, so waits on new names do not pile up.
 	Unwake(queue string, c <-chan struct{})
+	// PassWake wakes the next claimer waiting on queue, if any: a claimer
+	// hands on a wake-up it did not use, or after a full batch, so no job
+	// waits for a recheck (Notifier.Pass).
+	PassWake(queue string)
 	// Ping reports whether the store can be reached.
 	Ping(ctx context.Context) error
 	// Close releases the store; it waits for writes in flight.

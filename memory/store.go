@@ -649,7 +649,7 @@ func (s *Store) Wake(queue string, want int) <-chan struct{} {
 // Unwake implements app.Store.
 func (s *Store) Unwake(queue string, c <-chan struct{}) { s.notify.Leave(queue, c) }
 
-// PassWake implements app.WakePasser.
+// PassWake implements app.Store.
 func (s *Store) PassWake(queue string) { s.notify.Pass(queue) }
 
 // Close implements app.Store.

@@ -334,7 +334,7 @@ func (s *Store) Wake(queue string, want int) <-chan struct{} {
 // Unwake implements app.Store.
 func (s *Store) Unwake(queue string, c <-chan struct{}) { s.notify.Leave(queue, c) }
 
-// PassWake implements app.WakePasser: this node's next waiter (a job left
+// PassWake implements app.Store: this node's next waiter (a job left
 // for another node's claimers reaches them by their NOTIFY or recheck).
 func (s *Store) PassWake(queue string) { s.notify.Pass(queue) }
 

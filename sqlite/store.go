@@ -392,6 +392,9 @@ func (s *Store) Wake(queue string, want int) <-chan struct{} {
 // Unwake implements app.Store.
 func (s *Store) Unwake(queue string, c <-chan struct{}) { s.notify.Leave(queue, c) }
 
+// PassWake implements app.Store.
+func (s *Store) PassWake(queue string) { s.notify.Pass(queue) }
+
 // mapErr turns driver errors into the app errors callers test for.
 func mapErr(err error) error {
 	var se *sqlite.Error
