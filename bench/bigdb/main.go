@@ -72,6 +72,11 @@ func main() {
 	flag.IntVar(&c.runs, "runs", 3, "cold starts and claim measurements (interleaved deep, shallow)")
 	flag.IntVar(&c.finished, "finished", 100_000, "jobs claimed and completed to measure the bytes per finished job")
 	flag.Parse()
+	if c.bin != "" { // the servers run in directories of their own
+		if abs, err := filepath.Abs(c.bin); err == nil {
+			c.bin = abs
+		}
+	}
 	if err := run(context.Background(), c); err != nil {
 		fmt.Fprintln(os.Stderr, "bigdb:", err)
 		os.Exit(1)

@@ -72,6 +72,11 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds: each measures every node count once, in turn")
 	short := flag.Bool("short", false, "1 round, 2 s windows, 0.5 s warm-up, 3 s paced runs")
 	flag.Parse()
+	if o.bin != "" { // the servers run in directories of their own
+		if abs, err := filepath.Abs(o.bin); err == nil {
+			o.bin = abs
+		}
+	}
 	if *short {
 		o.rounds, o.warmup, o.duration, o.latencyDuration = 1, 500*time.Millisecond, 2*time.Second, 3*time.Second
 	}
