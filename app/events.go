@@ -259,10 +259,12 @@ func (n *Notifier) Leave(queue string, c <-chan struct{}) {
 // Notify wakes waiters for each of queues, one entry per job made
 // claimable: on each queue, waiters in order until their wants cover its
 // entries (at least one waiter). Entries of one queue are counted while
-// they follow each other, as stores give them.
-func (n *Notifier) Notify(queues ...string) {
+// they follow each other, as stores give them. It returns the queues
+// whose jobs this process's waiters did not cover (none waited, or they
+// would take fewer): only those need waking on the other nodes.
+func (n *Notifier) Notify(queues ...string) (uncovered []string) {
 	if len(queues) == 0 {
-		return
+		return nil
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -271,17 +273,22 @@ func (n *Notifier) Notify(queues ...string) {
 		for j < len(queues) && queues[j] == queues[i] {
 			j++
 		}
-		n.notify(queues[i], j-i)
+		if !n.notify(queues[i], j-i) {
+			uncovered = append(uncovered, queues[i])
+		}
 		i = j
 	}
+	return uncovered
 }
 
 // notify wakes waiters of queue for jobs, or owes them the jobs until the
-// coalescing window since the last wake-up ends.
-func (n *Notifier) notify(queue string, jobs int) {
+// coalescing window since the last wake-up ends. It reports whether the
+// waiters' wants cover the jobs (owed jobs count as covered: waiters
+// remain to take them).
+func (n *Notifier) notify(queue string, jobs int) bool {
 	q := n.qs[queue]
 	if q == nil {
-		return // nobody waits: every claimer looks before it waits
+		return false // nobody waits: every claimer looks before it waits
 	}
 	now := time.Now()
 	if since := now.Sub(q.last); n.Coalesce > 0 && since < n.Coalesce {
@@ -289,10 +296,10 @@ func (n *Notifier) notify(queue string, jobs int) {
 		if q.timer == nil {
 			q.timer = time.AfterFunc(n.Coalesce-since, func() { n.payOwed(queue, q) })
 		}
-		return
+		return true
 	}
 	q.last = now
-	n.wake(queue, jobs)
+	return n.wake(queue, jobs) >= jobs
 }
 
 // payOwed wakes waiters of q for the jobs owed to them, if q still holds
@@ -331,16 +338,17 @@ func (n *Notifier) NotifyAll() {
 }
 
 // wake wakes waiters of queue in order until their wants cover jobs, at
-// least one.
-func (n *Notifier) wake(queue string, jobs int) {
+// least one, and returns how many jobs the woken would take.
+func (n *Notifier) wake(queue string, jobs int) (covered int) {
 	q := n.qs[queue]
 	if q == nil {
-		return
+		return 0
 	}
-	for covered := 0; q.head != nil && (covered == 0 || covered < jobs); {
+	for q.head != nil && (covered == 0 || covered < jobs) {
 		covered += q.head.want
 		n.wakeOne(q.head)
 	}
+	return covered
 }
 
 // wakeOne closes w's channel and forgets w.

@@ -52,6 +52,27 @@ func TestWakeCrossesNodes(t *testing.T) {
 	}
 }
 
+// Jobs this node's waiting claimers take are not announced to the other
+// nodes (each would wake a claimer to claim nothing); jobs they do not
+// cover are.
+func TestWakeStaysLocalWhenCovered(t *testing.T) {
+	a, b := twoNodes(t, app.StoreOptions{})
+	la, rb := a.Wake("q", 500), b.Wake("q", 500)
+	submit(t, a, newJob("q"), newJob("q"))
+	waitClosed(t, la, 2*time.Second, "node A's claimer after a submission on node A")
+	select {
+	case <-rb:
+		t.Fatal("node B woken for jobs node A's claimer takes")
+	case <-time.After(300 * time.Millisecond):
+	}
+	b.Unwake("q", rb)
+
+	la, rb = a.Wake("q", 1), b.Wake("q", 500)
+	submit(t, a, newJob("q"), newJob("q")) // two jobs, a claimer here for one
+	waitClosed(t, la, 2*time.Second, "node A's claimer")
+	waitClosed(t, rb, 2*time.Second, "node B for the job node A's claimer leaves")
+}
+
 // A listener that loses its connection reconnects, and wake-ups flow again.
 func TestListenerReconnects(t *testing.T) {
 	a, b := twoNodes(t, app.StoreOptions{})

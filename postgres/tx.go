@@ -151,9 +151,12 @@ func (w *wtx) committed(start time.Time) {
 		s.known.Store(q, true)
 	}
 	s.bus.Publish(w.Published...)
-	s.notify.Notify(w.Woken...)
+	// Other nodes are told only of jobs this node's waiting claimers do
+	// not take: told of every job, each node woke a claimer for the same
+	// jobs, and all but one claimed for nothing (two nodes did half of
+	// one node's rate).
+	s.broadcast(s.notify.Notify(w.Woken...))
 	s.notify.Notify(w.freed...)
-	s.broadcast(w.Woken)
 	if d := time.Since(start); d > time.Second {
 		s.log.Warn().Dur("took", d).Msg("slow write transaction")
 	}
