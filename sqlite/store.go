@@ -214,40 +214,45 @@ func (s *Store) openWriter(ctx context.Context, sync string) error {
 }
 
 // migrate applies the embedded migrations not yet recorded in
-// schema_migrations, one transaction each, then the status guard.
+// schema_migrations, then replaces the status guard, all in one
+// transaction: an upgrade lands whole or not at all, and a new database
+// pays one durable commit, not one per migration (sixteen commits were
+// most of a cold start on a new file).
 func (s *Store) migrate(ctx context.Context) error {
-	if _, err := s.wconn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT`); err != nil {
-		return fmt.Errorf("migrate %s: %w", s.path, mapErr(err))
-	}
-	for _, m := range assets.Migrations("sqlite") {
-		var n int
-		if err := s.wconn.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE name = ?`, m.Name).Scan(&n); err != nil {
-			return fmt.Errorf("migrate %s: %w", s.path, mapErr(err))
+	var applied []string
+	err := s.execTx(ctx, func() error {
+		if _, err := s.wconn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT`); err != nil {
+			return err
 		}
-		if n > 0 {
-			continue
-		}
-		if err := s.execTx(ctx, func() error {
-			if _, err := s.wconn.ExecContext(ctx, m.SQL); err != nil {
+		for _, m := range assets.Migrations("sqlite") {
+			var n int
+			if err := s.wconn.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE name = ?`, m.Name).Scan(&n); err != nil {
 				return err
 			}
-			_, err := s.wconn.ExecContext(ctx, `INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)`, m.Name, ms(s.clock.Now()))
-			return err
-		}); err != nil {
-			return fmt.Errorf("migrate %s: %s: %w", s.path, m.Name, mapErr(err))
+			if n > 0 {
+				continue
+			}
+			if _, err := s.wconn.ExecContext(ctx, m.SQL); err != nil {
+				return fmt.Errorf("%s: %w", m.Name, err)
+			}
+			if _, err := s.wconn.ExecContext(ctx, `INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)`, m.Name, ms(s.clock.Now())); err != nil {
+				return fmt.Errorf("%s: %w", m.Name, err)
+			}
+			applied = append(applied, m.Name)
 		}
-		s.log.Info().Str("migration", m.Name).Msg("schema migration applied")
-	}
-	if err := s.execTx(ctx, func() error { // replace the guard whole: never a moment without it
-		for _, t := range triggers.SQLite() {
+		for _, t := range triggers.SQLite() { // the guard replaced whole: never a moment without it
 			if _, err := s.wconn.ExecContext(ctx, t); err != nil {
-				return err
+				return fmt.Errorf("install status guard: %w", err)
 			}
 		}
 		return nil
-	}); err != nil {
-		return fmt.Errorf("install status guard in %s: %w", s.path, mapErr(err))
+	})
+	if err != nil {
+		return fmt.Errorf("migrate %s: %w", s.path, mapErr(err))
+	}
+	for _, name := range applied {
+		s.log.Info().Str("migration", name).Msg("schema migration applied")
 	}
 	return nil
 }
