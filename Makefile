@@ -11,7 +11,7 @@ DESTDIR ?=
 PKG_VERSION ?= $(shell sh packaging/version.sh)
 NFPM    := github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
 
-.PHONY: build run test lint bench soak package lintian install clean help
+.PHONY: build run test lint bench bench-big soak package lintian install clean help
 
 build: ## Static binary ./queue (CGO_ENABLED=0, version stamped)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o queue .
@@ -27,7 +27,7 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.7.0 ./...
 
-bench: ## Benchmarks: the store's, then queue beside River and goqite (bench/, ~25 min; BENCH_ARGS="-short" or see docs/benchmarks.md)
+bench: ## Benchmarks: the store's, then queue beside River and goqite (bench/, ~30 min; BENCH_ARGS="-short" or see docs/benchmarks.md)
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./sqlite/
 	@if [ -n "$$QUEUE_TEST_POSTGRES_DSN" ]; then $(GO) test -run '^$$' -bench Workflow -benchtime 3x ./postgres/ && \
 		$(GO) test -run '^$$' -bench 'Keys|Fairness' -benchtime 2s ./postgres/; \
@@ -38,6 +38,11 @@ bench: ## Benchmarks: the store's, then queue beside River and goqite (bench/, ~
 	@if [ -n "$$QUEUE_TEST_POSTGRES_DSN" ]; then cd bench && $(GO) run ./nodes -bin ../queue -db "$$QUEUE_TEST_POSTGRES_DSN" $(if $(findstring -short,$(BENCH_ARGS)),-short); \
 		else echo "QUEUE_TEST_POSTGRES_DSN is not set: bench/nodes (several nodes on one PostgreSQL) is skipped"; fi
 	@if [ -f bench/go.mod ]; then cd bench && $(GO) run . $(BENCH_ARGS); fi
+
+BIG_JOBS ?= 10000000
+BIG_ARGS ?=
+bench-big: build ## Ten million queued jobs on SQLite (and PostgreSQL with QUEUE_TEST_POSTGRES_DSN): cold start, stats, dashboard, claims, disk (bench/bigdb, ~20 min the first time)
+	cd bench && $(GO) run ./bigdb -bin ../queue -jobs $(BIG_JOBS) $(if $(QUEUE_TEST_POSTGRES_DSN),-pg "$(QUEUE_TEST_POSTGRES_DSN)") $(BIG_ARGS)
 
 SOAK_DURATION ?= 10m
 soak: build ## Minutes of producers, workers, kill -9, cancels and replays; exits non-zero on any lost job (not in CI)
@@ -66,4 +71,4 @@ clean: ## Remove build output
 	rm -rf queue dist
 
 help: ## This list
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
