@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/bench/internal/benchkit"
 )
 
 // result is what one child run reports on its stdout, as one JSON object.
@@ -136,7 +137,7 @@ func runScenario(ctx context.Context, sysName, scenario string, e *env, rc runCo
 	}
 	// Peak RSS of the system under test: the server process for HTTP, else this process.
 	if sp, ok := sys.(serverProc); ok {
-		res.Metrics["rss_mb"] = mb(procStatus(sp.ServerPID(), "VmHWM"))
+		res.Metrics["rss_mb"] = mb(benchkit.ProcStatus(sp.ServerPID(), "VmHWM"))
 		res.Metrics["client_rss_mb"] = mb(selfMaxRSS())
 	} else {
 		res.Metrics["rss_mb"] = mb(selfMaxRSS())
@@ -611,8 +612,8 @@ func serveIdle(ctx context.Context, e *env, rc runConfig, res *result) error {
 	res.Metrics["cold_start_ms"] = ms(srv.startedIn)
 	sleepCtx(ctx, rc.IdleWait)
 	pid := srv.ServerPID()
-	res.Metrics["idle_rss_mb"] = mb(procStatus(pid, "VmRSS"))
-	res.Metrics["rss_mb"] = mb(procStatus(pid, "VmHWM"))
+	res.Metrics["idle_rss_mb"] = mb(benchkit.ProcStatus(pid, "VmRSS"))
+	res.Metrics["rss_mb"] = mb(benchkit.ProcStatus(pid, "VmHWM"))
 	return nil
 }
 
@@ -630,7 +631,7 @@ func serve1M(ctx context.Context, e *env, rc runConfig, res *result) error {
 	defer srv.Close()
 	res.Metrics["cold_start_1m_ms"] = ms(srv.startedIn)
 	pid := srv.ServerPID()
-	res.Metrics["ready_rss_1m_mb"] = mb(procStatus(pid, "VmRSS"))
+	res.Metrics["ready_rss_1m_mb"] = mb(benchkit.ProcStatus(pid, "VmRSS"))
 	t0 := time.Now()
 	st, err := srv.cl.Stats(ctx)
 	if err != nil {
@@ -657,8 +658,8 @@ func serve1M(ctx context.Context, e *env, rc runConfig, res *result) error {
 		resp.Body.Close()
 	}
 	sleepCtx(ctx, rc.IdleWait)
-	res.Metrics["rss_1m_mb"] = mb(procStatus(pid, "VmRSS"))
-	res.Metrics["rss_mb"] = mb(procStatus(pid, "VmHWM"))
+	res.Metrics["rss_1m_mb"] = mb(benchkit.ProcStatus(pid, "VmRSS"))
+	res.Metrics["rss_mb"] = mb(benchkit.ProcStatus(pid, "VmHWM"))
 	return nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/queuehq/queue/bench/internal/benchkit"
 )
 
 // plainHTTP drives `queue serve` the way a client that is not ours does
@@ -62,34 +63,12 @@ func openPlainPG(ctx context.Context, e *env) (system, error) {
 }
 
 func newPlainHTTP(srv *queueHTTP, e *env) *plainHTTP {
-	return &plainHTTP{queueHTTP: srv, hc: httpClient(), claimers: max(e.Claimers, 1)}
+	return &plainHTTP{queueHTTP: srv, hc: benchkit.HTTPClient(), claimers: max(e.Claimers, 1)}
 }
 
-// post sends body as JSON and decodes a 2xx answer into out (nil: discard).
+// post sends body as JSON to the server's path (benchkit.Post).
 func (q *plainHTTP) post(ctx context.Context, path string, body []byte, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, q.base+path, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := q.hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("POST %s: %s: %s", path, resp.Status, bytes.TrimSpace(b))
-	}
-	if out == nil {
-		_, err = io.Copy(io.Discard, resp.Body)
-		return err
-	}
-	// Read to the end (the newline after the JSON too): a body closed
-	// early makes net/http drop the connection, and the next call dials.
-	err = json.NewDecoder(resp.Body).Decode(out)
-	io.Copy(io.Discard, resp.Body)
-	return err
+	return benchkit.Post(ctx, q.hc, q.base+path, body, out)
 }
 
 func (q *plainHTTP) Submit(ctx context.Context, t int64) error {

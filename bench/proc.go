@@ -69,24 +69,6 @@ func procStat(pid int, children bool) (time.Duration, error) {
 	return time.Duration(ticks) * clockTick, nil
 }
 
-// procStatus reads a "kB" field of /proc/PID/status (VmRSS, VmHWM) in bytes.
-func procStatus(pid int, field string) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			f := strings.Fields(v)
-			if len(f) > 0 {
-				n, _ := strconv.ParseInt(f[0], 10, 64)
-				return n * 1024
-			}
-		}
-	}
-	return 0
-}
-
 // postgresCPU is the CPU time used so far by the PostgreSQL backends on
 // this machine that serve database db (their process title names it:
 // "postgres: 15/main: USER DB HOST(PORT) STATE"). The server's shared

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/bench/internal/benchkit"
 	"github.com/queuehq/queue/client"
 	"github.com/queuehq/queue/postgres"
 	"github.com/queuehq/queue/sqlite"
@@ -150,7 +151,7 @@ type httpSide struct {
 }
 
 func newHTTPSide(base string, e *env) httpSide {
-	return httpSide{cl: client.New(base, client.WithHTTPClient(httpClient())), base: base,
+	return httpSide{cl: client.New(base, client.WithHTTPClient(benchkit.HTTPClient())), base: base,
 		concurrency: e.Concurrency, workers: e.HTTPWorkers}
 }
 
@@ -235,16 +236,6 @@ func (q *queueHTTPLocal) Close() error {
 	defer cancel()
 	q.srv.Shutdown(ctx)
 	return q.local.Close()
-}
-
-// httpClient keeps enough idle connections for every producer and worker:
-// Go's default keeps 2 per host, which turns a 16-producer run into a
-// connection per request.
-func httpClient() *http.Client {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConns = 512
-	tr.MaxIdleConnsPerHost = 512
-	return &http.Client{Transport: tr, Timeout: 90 * time.Second}
 }
 
 // startServe runs `queue serve` on path and waits for /readyz.

@@ -47,6 +47,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/queuehq/queue/app"
+	"github.com/queuehq/queue/bench/internal/benchkit"
 	"github.com/queuehq/queue/postgres"
 	"github.com/queuehq/queue/sqlite"
 )
@@ -567,8 +568,8 @@ func measureServe(ctx context.Context, c config, r *result, db, empty string) er
 			}
 			r.StatsMS, r.DashboardMS = median(stats), median(dash)
 			time.Sleep(3 * time.Second)
-			r.RSSMB = float64(procStatus(srv.cmd.Process.Pid, "VmRSS")) / 1e6
-			r.HWMMB = float64(procStatus(srv.cmd.Process.Pid, "VmHWM")) / 1e6
+			r.RSSMB = float64(benchkit.ProcStatus(srv.cmd.Process.Pid, "VmRSS")) / 1e6
+			r.HWMMB = float64(benchkit.ProcStatus(srv.cmd.Process.Pid, "VmHWM")) / 1e6
 		}
 		srv.Close()
 		logf("%s: cold start %.0f ms (%.0f ms CPU); empty database %.0f ms (%.0f ms CPU)", r.Store,
@@ -772,22 +773,6 @@ func (s *server) Close() {
 		s.cmd.Process.Kill()
 		<-s.exited
 	}
-}
-
-func procStatus(pid int, field string) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			if f := strings.Fields(v); len(f) > 0 {
-				n, _ := strconv.ParseInt(f[0], 10, 64)
-				return n * 1024
-			}
-		}
-	}
-	return 0
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

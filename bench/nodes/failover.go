@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/queuehq/queue/bench/internal/benchkit"
 )
 
 // failover is what killing the leader showed.
@@ -161,7 +163,7 @@ func (c *cluster) failover(hc *http.Client, o options) (*failover, error) {
 			LeaseExpiresAt time.Time `json:"lease_expires_at"`
 		} `json:"jobs"`
 	}
-	if err := post(hc, leader.base+"/api/queues/stale/claim", []byte(`{"worker_id":"doomed","limit":1}`), &got); err != nil {
+	if err := benchkit.Post(context.Background(), hc, leader.base+"/api/queues/stale/claim", []byte(`{"worker_id":"doomed","limit":1}`), &got); err != nil {
 		return nil, err
 	}
 	if len(got.Jobs) != 1 || got.Jobs[0].ID != id {

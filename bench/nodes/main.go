@@ -14,13 +14,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"math"
 	"net"
 	"net/http"
@@ -37,6 +35,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuehq/queue/bench/internal/benchkit"
 )
 
 type options struct {
@@ -223,7 +222,7 @@ func measure(o options, dir string, n int) (*point, error) {
 	logf("%d node(s) serving on one database (started in %s)", n, time.Since(t0).Round(time.Millisecond))
 
 	p := &point{nodes: n}
-	hc := httpClient()
+	hc := benchkit.HTTPClient()
 	bases := make([]string, n)
 	for i, nd := range c.nodes {
 		bases[i] = nd.base
@@ -325,42 +324,6 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, " / ")
 }
 
-// httpClient keeps an idle connection for every producer and worker (Go's
-// default keeps two per host).
-func httpClient() *http.Client {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConns = 512
-	tr.MaxIdleConnsPerHost = 512
-	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
-}
-
-// post sends body as JSON and decodes a 2xx answer into out (nil: discard).
-func post(hc *http.Client, url string, body []byte, out any) error {
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("POST %s: %s: %s", url, resp.Status, bytes.TrimSpace(b))
-	}
-	if out == nil {
-		_, err = io.Copy(io.Discard, resp.Body)
-		return err
-	}
-	// Read to the end (the newline after the JSON too): a body closed
-	// early makes net/http drop the connection, and the next call dials.
-	err = json.NewDecoder(resp.Body).Decode(out)
-	io.Copy(io.Discard, resp.Body)
-	return err
-}
-
 func get(hc *http.Client, url string, out any) error {
 	resp, err := hc.Get(url)
 	if err != nil {
@@ -379,7 +342,7 @@ func submit(hc *http.Client, base, queue string, extra string) (int64, error) {
 	var job struct {
 		ID int64 `json:"id"`
 	}
-	err := post(hc, base+"/api/jobs", []byte(body), &job)
+	err := benchkit.Post(context.Background(), hc, base+"/api/jobs", []byte(body), &job)
 	return job.ID, err
 }
 
@@ -432,7 +395,7 @@ func workers(hc *http.Client, bases []string, claimers int, onClaim func(at time
 				var got struct {
 					Jobs []claimed `json:"jobs"`
 				}
-				if err := post(hc, base+"/api/queues/default/claim", claim, &got); err != nil {
+				if err := benchkit.Post(context.Background(), hc, base+"/api/queues/default/claim", claim, &got); err != nil {
 					errs.add(err)
 					time.Sleep(10 * time.Millisecond)
 					continue
@@ -455,7 +418,7 @@ func workers(hc *http.Client, bases []string, claimers int, onClaim func(at time
 						OK bool `json:"ok"`
 					} `json:"results"`
 				}
-				if err := post(hc, base+"/api/jobs/complete", body, &res); err != nil {
+				if err := benchkit.Post(context.Background(), hc, base+"/api/jobs/complete", body, &res); err != nil {
 					errs.add(err)
 					continue
 				}
