@@ -351,12 +351,6 @@ func (s *countStore) add(queue string, k int) {
 	s.n.Notify(qs...)
 }
 
-func (s *countStore) left(queue string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.jobs[queue]
-}
-
 func (s *countStore) Wake(q string, want int) <-chan struct{} { return s.n.Wait(q, want) }
 func (s *countStore) Unwake(q string, c <-chan struct{})      { s.n.Leave(q, c) }
 func (s *countStore) PassWake(q string)                       { s.n.Pass(q) }
