@@ -135,6 +135,11 @@ const UnclaimedEvery = 30 * time.Second
 // costs about a second per million of them.
 const unclaimedWait = 40 * time.Millisecond
 
+// unclaimedFirstWait is unclaimedWait for a service's first look, which
+// has no earlier answer to fall back on: "none" would be a wrong answer,
+// not a late one (a busy machine's dashboard then missed its alert).
+const unclaimedFirstWait = time.Second
+
 // unclaimedKinds finds the kinds whose due jobs waited UnclaimedAfter while
 // no job of theirs started; an answer younger than UnclaimedEvery (or ten
 // times the last look's time) is reused.
@@ -171,7 +176,11 @@ func (s *Service) unclaimedKinds(ctx context.Context, now time.Time) ([]Unclaime
 		c.mu.Unlock()
 		done <- answer{kinds, err}
 	}()
-	t := time.NewTimer(unclaimedWait)
+	wait := unclaimedWait
+	if prevAt.IsZero() {
+		wait = unclaimedFirstWait
+	}
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case a := <-done:
