@@ -47,14 +47,30 @@ type Recounter interface {
 	RecountJobs(ctx context.Context, repair bool) ([]CountFix, error)
 }
 
-// SortCountFixes orders fixes by queue, then status.
-func SortCountFixes(fixes []CountFix) {
-	sort.Slice(fixes, func(i, j int) bool {
-		if fixes[i].Queue != fixes[j].Queue {
-			return fixes[i].Queue < fixes[j].Queue
+// CountFixes lists the counters (got) that differ from a count of the
+// rows (want), by queue, then status; name gives a key's queue and status.
+// A store's RecountJobs reports what it found through it.
+func CountFixes[K comparable](got, want map[K]int64, name func(K) (queue, status string)) []CountFix {
+	var out []CountFix
+	for k, n := range want {
+		if got[k] != n {
+			q, st := name(k)
+			out = append(out, CountFix{Queue: q, Status: st, Counter: got[k], Rows: n})
 		}
-		return fixes[i].Status < fixes[j].Status
+	}
+	for k, n := range got {
+		if _, ok := want[k]; !ok {
+			q, st := name(k)
+			out = append(out, CountFix{Queue: q, Status: st, Counter: n})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Queue != out[j].Queue {
+			return out[i].Queue < out[j].Queue
+		}
+		return out[i].Status < out[j].Status
 	})
+	return out
 }
 
 // Recount checks st's counters against its rows (when st keeps any) and

@@ -19,10 +19,11 @@ import (
 type countKey struct{ queue, status string }
 
 const (
-	// countersSQL reads the counters: the folded counts plus the deltas.
+	// countersSQL reads the counters (Stats, doctor): the folded counts
+	// plus the deltas, zeros left out.
 	countersSQL = `SELECT queue, status, sum(n)::bigint FROM (
 			SELECT queue, status, n FROM job_counts UNION ALL SELECT queue, status, n FROM job_count_deltas) c
-		GROUP BY queue, status`
+		GROUP BY queue, status HAVING sum(n) <> 0`
 	// countRowsSQL counts the rows the slow way: what the counters must equal.
 	countRowsSQL = `SELECT queue, status, count(*) FROM jobs GROUP BY queue, status
 		UNION ALL SELECT queue, 'dead_letter', count(*) FROM dead_letter_jobs GROUP BY queue`
@@ -66,7 +67,7 @@ func (s *Store) RecountJobs(ctx context.Context, repair bool) ([]app.CountFix, e
 		if err != nil {
 			return err
 		}
-		fixes = countFixes(got, want)
+		fixes = app.CountFixes(got, want, func(k countKey) (string, string) { return k.queue, k.status })
 		return nil
 	}
 	if !repair {
@@ -106,22 +107,4 @@ func (s *Store) RecountJobs(ctx context.Context, repair bool) ([]app.CountFix, e
 		}
 	}
 	return fixes, nil
-}
-
-// countFixes lists the keys where the counters (got) differ from the rows
-// (want), in order.
-func countFixes(got, want map[countKey]int64) []app.CountFix {
-	var out []app.CountFix
-	for k, n := range want {
-		if got[k] != n {
-			out = append(out, app.CountFix{Queue: k.queue, Status: k.status, Counter: got[k], Rows: n})
-		}
-	}
-	for k, n := range got {
-		if _, ok := want[k]; !ok {
-			out = append(out, app.CountFix{Queue: k.queue, Status: k.status, Counter: n})
-		}
-	}
-	app.SortCountFixes(out)
-	return out
 }

@@ -78,7 +78,7 @@ func (s *Store) RecountJobs(ctx context.Context, repair bool) ([]app.CountFix, e
 		if err != nil {
 			return err
 		}
-		fixes = countFixes(got, want)
+		fixes = app.CountFixes(got, want, func(k statusKey) (string, string) { return k.queue, string(k.status) })
 		return nil
 	}
 	if !repair {
@@ -134,22 +134,4 @@ func (s *Store) RecountJobs(ctx context.Context, repair bool) ([]app.CountFix, e
 		s.countsMu.Unlock()
 	}
 	return fixes, nil
-}
-
-// countFixes lists the keys where the counters (got) differ from the rows
-// (want), in order.
-func countFixes(got, want map[statusKey]int64) []app.CountFix {
-	var out []app.CountFix
-	for k, n := range want {
-		if got[k] != n {
-			out = append(out, app.CountFix{Queue: k.queue, Status: string(k.status), Counter: got[k], Rows: n})
-		}
-	}
-	for k, n := range got {
-		if _, ok := want[k]; !ok {
-			out = append(out, app.CountFix{Queue: k.queue, Status: string(k.status), Counter: n})
-		}
-	}
-	app.SortCountFixes(out)
-	return out
 }
