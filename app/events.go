@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 	"sync"
@@ -70,6 +71,36 @@ func FinishedData(started *time.Time, now time.Time) json.RawMessage {
 	b := make([]byte, 0, 32)
 	b = strconv.AppendInt(append(b, `{"duration_ms":`...), max(0, now.Sub(*started).Milliseconds()), 10)
 	return append(b, '}')
+}
+
+// DataMillis reads the integer field name ("wait_ms" of a job.started
+// event, "duration_ms" of a job.succeeded one) of an event's data, as a
+// struct with that one field would (absent: 0). The shape StartedData and
+// FinishedData write is read here, beside them, without a JSON decoder:
+// the metrics read it on the store's writer goroutine, twice a job. Any
+// other shape goes through encoding/json.
+func DataMillis(data json.RawMessage, name string) (int64, bool) {
+	if i := bytes.Index(data, []byte(`"`+name+`":`)); i >= 0 {
+		rest := data[i+len(name)+3:]
+		n := 0
+		for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+			n++
+		}
+		if n > 0 && n < 19 && (n == len(rest) || rest[n] == ',' || rest[n] == '}') {
+			v, err := strconv.ParseInt(string(rest[:n]), 10, 64)
+			return v, err == nil
+		}
+	}
+	var d map[string]json.RawMessage // as a struct with the one field would: absent is 0
+	if json.Unmarshal(data, &d) != nil {
+		return 0, false
+	}
+	raw, ok := d[name]
+	if !ok {
+		return 0, true
+	}
+	var v int64
+	return v, json.Unmarshal(raw, &v) == nil
 }
 
 // Bus fans committed events out to in-process subscribers (the SSE stream,

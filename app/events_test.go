@@ -479,3 +479,28 @@ func TestClaimWakeUpsStrandNoJob(t *testing.T) {
 		t.Fatal("B was not woken for job 2: A kept the wake-up it did not use")
 	}
 }
+
+// DataMillis reads what StartedData and FinishedData write, and any
+// other shape as encoding/json would.
+func TestDataMillis(t *testing.T) {
+	for _, c := range []struct {
+		data string
+		want int64
+		ok   bool
+	}{
+		{`{"attempt":1,"lease":2,"wait_ms":345}`, 345, true},
+		{`{"duration_ms":0}`, 0, true},
+		{`{"wait_ms": 12}`, 12, true},
+		{`{"wait_ms":12.5}`, 0, false},
+		{`{"other":1}`, 0, true},
+		{`{"wait_ms":"x"}`, 0, false},
+		{``, 0, false},
+		{`null`, 0, true},
+		{`{"wait_ms":99999999999999999999}`, 0, false},
+	} {
+		got, ok := DataMillis([]byte(c.data), "wait_ms")
+		if got != c.want || ok != c.ok {
+			t.Errorf("%s: %d %v, want %d %v", c.data, got, ok, c.want, c.ok)
+		}
+	}
+}

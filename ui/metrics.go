@@ -1,12 +1,9 @@
 package ui
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"maps"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -152,11 +149,11 @@ func (m *Metrics) observe(e *app.Event) {
 			m.failed.WithLabelValues(queue, kind).Inc()
 		}
 	case app.EventStarted:
-		if ms, ok := dataMillis(e.Data, "wait_ms"); ok {
+		if ms, ok := app.DataMillis(e.Data, "wait_ms"); ok {
 			m.observer("wait", queue, "", func() prometheus.Observer { return m.wait.WithLabelValues(queue) }).Observe(float64(ms) / 1000)
 		}
 	case app.EventSucceeded:
-		if ms, ok := dataMillis(e.Data, "duration_ms"); ok {
+		if ms, ok := app.DataMillis(e.Data, "duration_ms"); ok {
 			m.observer("run", queue, kind, func() prometheus.Observer { return m.run.WithLabelValues(queue, kind) }).Observe(float64(ms) / 1000)
 		}
 	}
@@ -188,34 +185,6 @@ func (m *Metrics) observer(typ, queue, kind string, mk func() prometheus.Observe
 		m.observed[k] = o
 	}
 	return o
-}
-
-// dataMillis reads the integer field name of an event's data. The data of
-// started and succeeded events is written by hand (app.StartedData,
-// app.FinishedData) as {"...":N,...}, which is read here without a JSON
-// decoder; any other shape goes through encoding/json.
-func dataMillis(data json.RawMessage, name string) (int64, bool) {
-	if i := bytes.Index(data, []byte(`"`+name+`":`)); i >= 0 {
-		rest := data[i+len(name)+3:]
-		n := 0
-		for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
-			n++
-		}
-		if n > 0 && n < 19 && (n == len(rest) || rest[n] == ',' || rest[n] == '}') {
-			v, err := strconv.ParseInt(string(rest[:n]), 10, 64)
-			return v, err == nil
-		}
-	}
-	var d map[string]json.RawMessage // as a struct with the one field would: absent is 0
-	if json.Unmarshal(data, &d) != nil {
-		return 0, false
-	}
-	raw, ok := d[name]
-	if !ok {
-		return 0, true
-	}
-	var v int64
-	return v, json.Unmarshal(raw, &v) == nil
 }
 
 // AuthFailed counts a refused credential in queue_http_auth_failures_total:
