@@ -796,14 +796,9 @@ func (a claimAnswer) MarshalJSON() ([]byte, error) {
 			b = append(b, "null"...)
 			continue
 		}
-		n := len(b)
-		var ok bool
-		if b, ok = appendJob(b, j); !ok {
-			jb, err := j.MarshalJSON()
-			if err != nil {
-				return nil, err
-			}
-			b = append(b[:n], jb...)
+		var err error
+		if b, err = appendJobJSON(b, j); err != nil {
+			return nil, err
 		}
 	}
 	return append(b, "]}"...), nil

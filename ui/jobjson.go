@@ -17,12 +17,22 @@ import (
 // does a string or raw value that needs escaping or compacting, so this
 // only writes what it can copy. TestJobJSON holds it to Job.MarshalJSON.
 func jobJSON(j *app.Job) ([]byte, error) {
-	b := make([]byte, 0, 512+len(j.Payload)+len(j.Result))
+	return appendJobJSON(make([]byte, 0, 512+len(j.Payload)+len(j.Result)), j)
+}
+
+// appendJobJSON appends j's JSON to b: by appendJob, or from
+// Job.MarshalJSON when appendJob cannot write it.
+func appendJobJSON(b []byte, j *app.Job) ([]byte, error) {
+	n := len(b)
 	b, ok := appendJob(b, j)
-	if !ok {
-		return j.MarshalJSON()
+	if ok {
+		return b, nil
 	}
-	return b, nil
+	jb, err := j.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return append(b[:n], jb...), nil
 }
 
 // appendJob appends j's JSON to b; false when j needs Job.MarshalJSON.
