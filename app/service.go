@@ -558,7 +558,7 @@ func (s *Service) claim(ctx context.Context, qs *QueueChoice, in ClaimInput, cap
 		unwake()
 		for i := range reqs {
 			if woken[i] || full {
-				s.passWake(reqs[i].Queue)
+				s.Store.PassWake(reqs[i].Queue)
 			}
 		}
 	}
@@ -611,9 +611,6 @@ func (s *Service) claim(ctx context.Context, qs *QueueChoice, in ClaimInput, cap
 		unwake()
 	}
 }
-
-// passWake hands a wake-up of queue on to its next waiter.
-func (s *Service) passWake(queue string) { s.Store.PassWake(queue) }
 
 // closed reports whether c is closed, without waiting.
 func closed(c <-chan struct{}) bool {

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/queuehq/queue/app"
@@ -31,10 +32,10 @@ func TestClaimOfKindsLocksWhatItTakes(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if got := prios(first); !equal(got, []int{0, 1, 2, 3}) {
+		if got := prios(first); !slices.Equal(got, []int{0, 1, 2, 3}) {
 			t.Errorf("the first claim took priorities %v, want 0-3", got)
 		}
-		if got := prios(second); !equal(got, []int{4, 5, 6, 9}) {
+		if got := prios(second); !slices.Equal(got, []int{4, 5, 6, 9}) {
 			t.Errorf("a concurrent claim took priorities %v, want 4, 5, 6, 9: the first held rows it did not take", got)
 		}
 		return nil
@@ -50,16 +51,4 @@ func prios(jobs []*app.Job) []int {
 		out[i] = j.Priority
 	}
 	return out
-}
-
-func equal(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -45,9 +45,7 @@ func (s *Store) Stats(ctx context.Context) ([]app.QueueStats, error) {
 	err := s.read(ctx, func(tx pgx.Tx) error {
 		t = app.NewTally()
 		queued := map[string]int64{}
-		rows, err := tx.Query(ctx, `SELECT queue, status, sum(n)::bigint FROM (
-				SELECT queue, status, n FROM job_counts UNION ALL SELECT queue, status, n FROM job_count_deltas) c
-			GROUP BY queue, status HAVING sum(n) <> 0`)
+		rows, err := tx.Query(ctx, countersSQL)
 		if err != nil {
 			return err
 		}
