@@ -218,10 +218,23 @@ func (s *Subscription) closeLocked() {
 // claim takes what a stream of single submissions brought meanwhile, as a
 // lone busy claimer does, instead of one claim (and one completion) per
 // submission, each a commit that the submissions wait behind.
+//
+// A claimer whose look after Wait took fewer jobs than it asked for tells
+// so with Drained. Until jobs arrive that no woken waiter will take (a
+// Notify its waiters do not cover, a wake-up passed on to nobody, jobs
+// owed to waiters who all left), and for DryFor at most, Dry says the
+// queue holds nothing a newcomer could claim, and a claimer that would
+// wait anyway waits without looking first. A claimer back from handing in
+// its batch otherwise looked at once, took the jobs a woken waiter was
+// about to take, and left it a claim that found nothing: two claims in
+// three, over HTTP with eight claimers, each a statement PostgreSQL plans
+// and runs (a write on SQLite).
 type Notifier struct {
 	mu  sync.Mutex
 	qs  map[string]*wakeQueue
 	byC map[<-chan struct{}]*waiter
+	gen uint64               // counts Notify and NotifyAll calls
+	dry map[string]time.Time // queues Drained, when
 	// Coalesce is how long after a wake-up of a queue the next waits to
 	// gather more jobs (0: none). Set it before the first Wait.
 	Coalesce time.Duration
@@ -230,10 +243,18 @@ type Notifier struct {
 // DefaultCoalesce is a new Notifier's Coalesce: a few commits' worth.
 const DefaultCoalesce = 2 * time.Millisecond
 
+// DryFor is how long a Drained queue stays Dry without a Notify. Jobs
+// that come due by the clock (scheduled, retried after a backoff) wake
+// no one: within DryFor of a drained look a claimer that skips its look
+// finds them at its next look instead (a recheck, or the last look before
+// its wait ends), as a claimer already waiting does.
+const DryFor = 100 * time.Millisecond
+
 // wakeQueue is the waiters of one queue, first come first, and the jobs
 // owed to them that wait for the coalescing window to end.
 type wakeQueue struct {
 	head, tail *waiter
+	uncovered  uint64      // the gen of the last Notify its woken waiters did not cover
 	last       time.Time   // the last wake-up by Notify
 	owed       int         // jobs notified since, not yet handed out
 	timer      *time.Timer // hands them out at the window's end
@@ -243,13 +264,15 @@ type wakeQueue struct {
 type waiter struct {
 	c          chan struct{}
 	want       int
+	gen        uint64 // the Notifier's gen when it began to wait
 	queue      string
 	prev, next *waiter
 }
 
 // NewNotifier returns a Notifier with no waiters.
 func NewNotifier() *Notifier {
-	return &Notifier{qs: map[string]*wakeQueue{}, byC: map[<-chan struct{}]*waiter{}, Coalesce: DefaultCoalesce}
+	return &Notifier{qs: map[string]*wakeQueue{}, byC: map[<-chan struct{}]*waiter{}, dry: map[string]time.Time{},
+		Coalesce: DefaultCoalesce}
 }
 
 // Wait returns a channel closed when the caller is woken for work on
@@ -257,9 +280,9 @@ func NewNotifier() *Notifier {
 // Pass, or NotifyAll. Every call makes the caller a waiter until then or
 // its Leave. want is how many jobs the waiter would take (at least 1).
 func (n *Notifier) Wait(queue string, want int) <-chan struct{} {
-	w := &waiter{c: make(chan struct{}), want: max(want, 1), queue: queue}
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	w := &waiter{c: make(chan struct{}), want: max(want, 1), queue: queue, gen: n.gen}
 	q := n.qs[queue]
 	if q == nil {
 		q = &wakeQueue{}
@@ -299,6 +322,7 @@ func (n *Notifier) Notify(queues ...string) (uncovered []string) {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.gen++
 	for i := 0; i < len(queues); {
 		j := i + 1
 		for j < len(queues) && queues[j] == queues[i] {
@@ -319,7 +343,8 @@ func (n *Notifier) Notify(queues ...string) (uncovered []string) {
 func (n *Notifier) notify(queue string, jobs int) bool {
 	q := n.qs[queue]
 	if q == nil {
-		return false // nobody waits: every claimer looks before it waits
+		delete(n.dry, queue)
+		return false // nobody waits: the next claimer looks before it waits
 	}
 	now := time.Now()
 	if since := now.Sub(q.last); n.Coalesce > 0 && since < n.Coalesce {
@@ -330,7 +355,12 @@ func (n *Notifier) notify(queue string, jobs int) bool {
 		return true
 	}
 	q.last = now
-	return n.wake(queue, jobs) >= jobs
+	if n.wake(queue, jobs) >= jobs {
+		return true
+	}
+	q.uncovered = n.gen
+	delete(n.dry, queue)
+	return false
 }
 
 // payOwed wakes waiters of q for the jobs owed to them, if q still holds
@@ -343,7 +373,10 @@ func (n *Notifier) payOwed(queue string, q *wakeQueue) {
 	}
 	jobs := q.owed
 	q.owed, q.last = 0, time.Now()
-	n.wake(queue, jobs)
+	if n.wake(queue, jobs) < jobs {
+		q.uncovered = n.gen
+		delete(n.dry, queue)
+	}
 }
 
 // Pass wakes the first waiter of queue, if any: a claimer hands on a
@@ -353,7 +386,9 @@ func (n *Notifier) payOwed(queue string, q *wakeQueue) {
 func (n *Notifier) Pass(queue string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.wake(queue, 1)
+	if n.wake(queue, 1) == 0 { // the jobs are anyone's: the next claimer looks
+		delete(n.dry, queue)
+	}
 }
 
 // NotifyAll wakes everyone waiting on any queue (after a lost connection
@@ -361,11 +396,51 @@ func (n *Notifier) Pass(queue string) {
 func (n *Notifier) NotifyAll() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.gen++
+	clear(n.dry)
 	for _, q := range n.qs {
+		q.uncovered = n.gen
 		for q.head != nil {
 			n.wakeOne(q.head)
 		}
 	}
+}
+
+// Drained records that the look a claimer made after Wait returned c
+// found queue without a job to spare (it took fewer than it asked for).
+// It counts only while c still waits and every Notify of the queue since
+// that Wait woke waiters who will take its jobs: a job committed while the
+// look ran may be one the look did not see.
+func (n *Notifier) Drained(queue string, c <-chan struct{}) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	w := n.byC[c]
+	if w == nil || w.queue != queue || n.qs[queue].uncovered > w.gen {
+		return
+	}
+	if len(n.dry) >= 1024 { // queues named once and never again
+		now := time.Now()
+		for q, at := range n.dry {
+			if now.Sub(at) >= DryFor {
+				delete(n.dry, q)
+			}
+		}
+	}
+	n.dry[queue] = time.Now()
+}
+
+// Dry reports whether queue was Drained within DryFor and all jobs since
+// went to woken waiters. Take Wait's channel first: a Notify after Dry
+// answered wakes it, or one before it.
+func (n *Notifier) Dry(queue string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	at, ok := n.dry[queue]
+	if ok && time.Since(at) >= DryFor {
+		delete(n.dry, queue)
+		return false
+	}
+	return ok
 }
 
 // wake wakes waiters of queue in order until their wants cover jobs, at
@@ -408,6 +483,7 @@ func (n *Notifier) remove(w *waiter) {
 		if q.timer != nil { // nobody left to owe: later claimers look first
 			q.timer.Stop()
 			q.timer = nil
+			delete(n.dry, w.queue)
 		}
 		delete(n.qs, w.queue)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -265,6 +266,8 @@ func (s *wakeStore) Claim(_ context.Context, req ClaimRequest) ([]*Job, error) {
 func (s *wakeStore) Wake(q string, want int) <-chan struct{} { return s.n.Wait(q, want) }
 func (s *wakeStore) Unwake(q string, c <-chan struct{})      { s.n.Leave(q, c) }
 func (s *wakeStore) PassWake(q string)                       { s.n.Pass(q) }
+func (s *wakeStore) Drained(q string, c <-chan struct{})     { s.n.Drained(q, c) }
+func (s *wakeStore) Dry(q string) bool                       { return s.n.Dry(q) }
 
 // However a claim's wait ends (a job, an error, the wait over, the claimer
 // gone, the cap reached, the server stopping), it leaves no entry behind.
@@ -354,6 +357,8 @@ func (s *countStore) add(queue string, k int) {
 func (s *countStore) Wake(q string, want int) <-chan struct{} { return s.n.Wait(q, want) }
 func (s *countStore) Unwake(q string, c <-chan struct{})      { s.n.Leave(q, c) }
 func (s *countStore) PassWake(q string)                       { s.n.Pass(q) }
+func (s *countStore) Drained(q string, c <-chan struct{})     { s.n.Drained(q, c) }
+func (s *countStore) Dry(q string) bool                       { return s.n.Dry(q) }
 
 // waiters is how many waiters of queue are not yet woken.
 func (n *Notifier) waiters(queue string) (k int) {
@@ -501,6 +506,166 @@ func TestDataMillis(t *testing.T) {
 		got, ok := DataMillis([]byte(c.data), "wait_ms")
 		if got != c.want || ok != c.ok {
 			t.Errorf("%s: %d %v, want %d %v", c.data, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+// A look that took fewer jobs than it asked for makes its queue Dry while
+// every job since went to a woken waiter: jobs no waiter covers, a wake-up
+// passed on to nobody, jobs owed to waiters who all left, NotifyAll or
+// DryFor end it. A report for a wait already woken makes nothing Dry.
+func TestNotifierDrainedIsDry(t *testing.T) {
+	n := NewNotifier()
+	n.Coalesce = 0
+	c := n.Wait("q", 10)
+	n.Drained("q", c)
+	if !n.Dry("q") {
+		t.Fatal("a drained queue is not Dry")
+	}
+	if n.Dry("other") {
+		t.Fatal("a queue nobody drained is Dry")
+	}
+	c2 := n.Wait("q", 10)
+	n.Notify("q") // c takes it
+	if !n.Dry("q") {
+		t.Fatal("a job a woken waiter takes ended Dry")
+	}
+	n.Notify(slices.Repeat([]string{"q"}, 11)...) // c2 takes 10 of 11
+	if n.Dry("q") {
+		t.Fatal("a queue is Dry after jobs its waiters do not cover")
+	}
+	n.Leave("q", c)
+	n.Leave("q", c2)
+	c = n.Wait("q", 10)
+	n.Drained("q", c)
+	n.Leave("q", c)
+	n.Notify("q") // nobody waits
+	if n.Dry("q") {
+		t.Fatal("a queue is Dry after a job nobody waited for")
+	}
+
+	c = n.Wait("q", 10)
+	n.Notify("q") // wakes c: its look may not have seen the job
+	n.Drained("q", c)
+	if n.Dry("q") {
+		t.Fatal("a look woken before it reported is taken for a drained one")
+	}
+
+	c = n.Wait("q", 10)
+	n.Drained("q", c)
+	n.Leave("q", c)
+	n.Pass("q") // a woken claimer left its jobs, and nobody waits
+	if n.Dry("q") {
+		t.Fatal("a queue is Dry after a wake-up passed on to nobody")
+	}
+
+	c = n.Wait("q", 10)
+	n.Drained("q", c)
+	n.NotifyAll()
+	if n.Dry("q") {
+		t.Fatal("a queue is Dry after NotifyAll")
+	}
+	n.Leave("q", c)
+
+	c = n.Wait("q", 10)
+	n.Drained("q", c)
+	n.Leave("q", c)
+	n.Notify("elsewhere")
+	if !n.Dry("q") {
+		t.Fatal("a Notify of another queue ended Dry")
+	}
+	time.Sleep(DryFor + 10*time.Millisecond)
+	if n.Dry("q") {
+		t.Fatalf("a queue is Dry %v after it was drained", DryFor)
+	}
+
+	owe := NewNotifier()
+	owe.Coalesce = time.Hour
+	c1, c2 := owe.Wait("q", 10), owe.Wait("q", 10)
+	owe.Drained("q", c2)
+	owe.Notify("q") // wakes c1
+	owe.Notify("q") // owed to c2 until the window ends
+	if !owe.Dry("q") {
+		t.Fatal("a job owed to a waiter ended Dry")
+	}
+	owe.Leave("q", c1)
+	owe.Leave("q", c2)
+	if owe.Dry("q") {
+		t.Fatal("a queue is Dry after the waiters a job was owed to left")
+	}
+}
+
+// A claimer back from its batch does not look at a queue a look just
+// found drained: it waits, is woken by the next job, and claims it. A job
+// that comes due by the clock (no Notify) is still found, by the last look
+// before the wait ends. Claims of some kinds, and of a queue with limits,
+// tell nothing of the queue's other jobs: they make it Dry for no one.
+func TestClaimSkipsALookAtADrainedQueue(t *testing.T) {
+	st := newCountStore()
+	svc := NewService(st, DefaultConfig(), nil, nil, zerolog.Nop())
+	defer svc.Stop()
+	wait := Duration(30 * time.Second)
+	claim := func(queue string, in ClaimInput) chan int {
+		got := make(chan int, 1)
+		go func() {
+			jobs, err := svc.Claim(t.Context(), queue, in)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- len(jobs)
+		}()
+		return got
+	}
+	got := claim("q", ClaimInput{Limit: 500, Wait: &wait})
+	eventually(t, "a waiter", func() bool { return st.n.waiters("q") == 1 })
+	st.add("q", 3)
+	if n := <-got; n != 3 {
+		t.Fatalf("the claim got %d jobs, want 3", n)
+	}
+	before := st.claims.Load()
+	got = claim("q", ClaimInput{Limit: 500, Wait: &wait})
+	eventually(t, "a waiter", func() bool { return st.n.waiters("q") == 1 })
+	if d := st.claims.Load() - before; d != 0 {
+		t.Fatalf("a claim on a queue just drained looked %d times before it waited, want 0", d)
+	}
+	st.add("q", 2)
+	if n := <-got; n != 2 {
+		t.Fatalf("the claim got %d jobs, want 2", n)
+	}
+	if d := st.claims.Load() - before; d != 1 {
+		t.Fatalf("a claim woken once made %d looks, want 1", d)
+	}
+
+	// A job comes due with no Notify, while the queue is Dry.
+	st.mu.Lock()
+	st.jobs["q"]++
+	st.mu.Unlock()
+	if !st.n.Dry("q") {
+		t.Fatal("the queue is not Dry after a claim took fewer than it asked for")
+	}
+	short := Duration(200 * time.Millisecond)
+	if n := <-claim("q", ClaimInput{Limit: 500, Wait: &short}); n != 1 {
+		t.Fatalf("a claim with a wait got %d jobs of a queue with one due, want 1", n)
+	}
+
+	cfg := DefaultConfig()
+	cfg.Queues = map[string]QueueConfig{"limited": {Concurrency: 5}}
+	svc2 := NewService(st, cfg, nil, nil, zerolog.Nop())
+	defer svc2.Stop()
+	none := Duration(time.Millisecond)
+	for _, c := range []struct {
+		svc   *Service
+		queue string
+		in    ClaimInput
+	}{
+		{svc, "kinds", ClaimInput{Limit: 10, Wait: &none, Kinds: []string{"a"}}},
+		{svc2, "limited", ClaimInput{Limit: 10, Wait: &none}},
+	} {
+		if _, err := c.svc.Claim(t.Context(), c.queue, c.in); err != nil {
+			t.Fatal(err)
+		}
+		if st.n.Dry(c.queue) {
+			t.Errorf("a claim of %s that took nothing made it Dry", c.queue)
 		}
 	}
 }

@@ -512,10 +512,16 @@ func (s *Service) claim(ctx context.Context, qs *QueueChoice, in ClaimInput, cap
 	}
 	reqs := make([]ClaimRequest, len(qs.Names))
 	recheck := time.Second // scheduled jobs coming due; changes made on another node
+	// plain: no queue limits what a claim takes, so one that takes fewer
+	// than it asks for found the queue drained (Store.Drained), which only
+	// a claim of every kind can tell.
+	plain := len(in.Kinds) == 0
 	for i, queue := range qs.Names {
 		q := s.Config.Queue(queue)
 		reqs[i] = ClaimRequest{Queue: queue, WorkerID: in.WorkerID, Kinds: in.Kinds,
 			Concurrency: q.Concurrency, Rate: q.Rate, Burst: q.Burst}
+		plain = plain && q.Concurrency == 0 && q.Rate == 0 && q.KeyConcurrency == 0 &&
+			q.KeyRate.PerSecond() == 0 && q.Fairness == ""
 		for _, r := range []float64{q.Rate, q.KeyRate.PerSecond()} { // compared as floats: no overflow
 			if r > 0 && float64(time.Second)/r < float64(recheck) {
 				recheck = time.Duration(float64(time.Second) / r)
@@ -538,6 +544,7 @@ func (s *Service) claim(ctx context.Context, qs *QueueChoice, in ClaimInput, cap
 		}
 	}()
 	deadline := time.Now().Add(wait)
+	first := true
 	wakes := make([]<-chan struct{}, len(reqs))
 	// woken[i]: a wake-up of reqs[i] came that no look has used yet.
 	woken := make([]bool, len(reqs))
@@ -574,9 +581,22 @@ func (s *Service) claim(ctx context.Context, qs *QueueChoice, in ClaimInput, cap
 				wakes[i] = s.Store.Wake(reqs[i].Queue, in.Limit)
 			}
 		}
-		jobs, err := s.claimFrom(ctx, qs, reqs, in.Limit)
-		if err == nil { // this look saw what earlier wake-ups were for
+		// A claimer that would wait skips its first look when a look just
+		// found its queues drained and no work came since (Notifier.Dry).
+		skip := first && wait > 0 && s.allDry(reqs)
+		first = false
+		var jobs []*Job
+		var err error
+		if !skip {
+			jobs, err = s.claimFrom(ctx, qs, reqs, in.Limit)
+		}
+		if err == nil && !skip { // this look saw what earlier wake-ups were for
 			clear(woken)
+			if plain && wait > 0 && len(jobs) < in.Limit {
+				for i := range reqs {
+					s.Store.Drained(reqs[i].Queue, wakes[i])
+				}
+			}
 		}
 		if err != nil || len(jobs) > 0 {
 			done(err == nil && len(jobs) >= in.Limit)
@@ -610,6 +630,16 @@ func (s *Service) claim(ctx context.Context, qs *QueueChoice, in ClaimInput, cap
 		t.Stop()
 		unwake()
 	}
+}
+
+// allDry reports whether every queue of reqs is Dry.
+func (s *Service) allDry(reqs []ClaimRequest) bool {
+	for _, r := range reqs {
+		if !s.Store.Dry(r.Queue) {
+			return false
+		}
+	}
+	return true
 }
 
 // closed reports whether c is closed, without waiting.

@@ -45,6 +45,11 @@ type Store interface {
 	// hands on a wake-up it did not use, or after a full batch, so no job
 	// waits for a recheck (Notifier.Pass).
 	PassWake(queue string)
+	// Drained says the claim a caller made after Wake returned c took
+	// fewer jobs of queue than it asked for; Dry reports such a claim made
+	// lately, with no work for queue since (Notifier.Drained, Dry).
+	Drained(queue string, c <-chan struct{})
+	Dry(queue string) bool
 	// Ping reports whether the store can be reached.
 	Ping(ctx context.Context) error
 	// Close releases the store; it waits for writes in flight.

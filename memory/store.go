@@ -652,6 +652,12 @@ func (s *Store) Unwake(queue string, c <-chan struct{}) { s.notify.Leave(queue, 
 // PassWake implements app.Store.
 func (s *Store) PassWake(queue string) { s.notify.Pass(queue) }
 
+// Drained implements app.Store.
+func (s *Store) Drained(queue string, c <-chan struct{}) { s.notify.Drained(queue, c) }
+
+// Dry implements app.Store.
+func (s *Store) Dry(queue string) bool { return s.notify.Dry(queue) }
+
 // Close implements app.Store.
 func (s *Store) Close() error {
 	s.mu.Lock()

@@ -338,6 +338,12 @@ func (s *Store) Unwake(queue string, c <-chan struct{}) { s.notify.Leave(queue, 
 // for another node's claimers reaches them by their NOTIFY or recheck).
 func (s *Store) PassWake(queue string) { s.notify.Pass(queue) }
 
+// Drained implements app.Store.
+func (s *Store) Drained(queue string, c <-chan struct{}) { s.notify.Drained(queue, c) }
+
+// Dry implements app.Store.
+func (s *Store) Dry(queue string) bool { return s.notify.Dry(queue) }
+
 // ownConnConfig is the configuration of a connection of the store's own
 // (outside the pool), named in pg_stat_activity as role and schema, e.g.
 // "queue listen public".
