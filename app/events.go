@@ -257,6 +257,7 @@ type wakeQueue struct {
 	uncovered  uint64      // the gen of the last Notify its woken waiters did not cover
 	last       time.Time   // the last wake-up by Notify
 	owed       int         // jobs notified since, not yet handed out
+	owedGen    uint64      // the gen of the last Notify owed
 	timer      *time.Timer // hands them out at the window's end
 }
 
@@ -348,7 +349,7 @@ func (n *Notifier) notify(queue string, jobs int) bool {
 	}
 	now := time.Now()
 	if since := now.Sub(q.last); n.Coalesce > 0 && since < n.Coalesce {
-		q.owed += jobs
+		q.owed, q.owedGen = q.owed+jobs, n.gen
 		if q.timer == nil {
 			q.timer = time.AfterFunc(n.Coalesce-since, func() { n.payOwed(queue, q) })
 		}
@@ -415,8 +416,17 @@ func (n *Notifier) Drained(queue string, c <-chan struct{}) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	w := n.byC[c]
-	if w == nil || w.queue != queue || n.qs[queue].uncovered > w.gen {
+	q := n.qs[queue]
+	if w == nil || w.queue != queue || q.uncovered > w.gen {
 		return
+	}
+	if q.owed > 0 && q.owedGen <= w.gen {
+		// The jobs owed were committed before this look began, which found
+		// none to spare: they are taken, and the waiter they would wake
+		// would look for nothing.
+		q.owed = 0
+		q.timer.Stop()
+		q.timer = nil
 	}
 	if len(n.dry) >= 1024 { // queues named once and never again
 		now := time.Now()

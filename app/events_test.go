@@ -593,6 +593,31 @@ func TestNotifierDrainedIsDry(t *testing.T) {
 	if owe.Dry("q") {
 		t.Fatal("a queue is Dry after the waiters a job was owed to left")
 	}
+
+	// Jobs owed when a look began that found the queue drained were taken:
+	// they wake no one. Jobs owed after it began still do.
+	for _, before := range []bool{true, false} {
+		owe := NewNotifier()
+		owe.Coalesce = 20 * time.Millisecond
+		c1, next := owe.Wait("q", 1), owe.Wait("q", 1)
+		owe.Notify("q") // wakes c1; next waits on
+		var c2 <-chan struct{}
+		if before {
+			owe.Notify("q") // owed
+			c2 = owe.Wait("q", 10)
+		} else {
+			c2 = owe.Wait("q", 10)
+			owe.Notify("q") // owed
+		}
+		owe.Drained("q", c2)
+		time.Sleep(4 * owe.Coalesce)
+		if closed(next) == before {
+			t.Errorf("owed before the drained look began: %v; the owed job woke the next waiter: %v", before, closed(next))
+		}
+		owe.Leave("q", c1)
+		owe.Leave("q", next)
+		owe.Leave("q", c2)
+	}
 }
 
 // A claimer back from its batch does not look at a queue a look just
