@@ -243,8 +243,11 @@ func TestPostgresTwoNodes(t *testing.T) {
 			}
 		}
 		t.Logf("submission on a to claim answer on b, worst of 5: %v", worst)
-		if worst > 100*time.Millisecond {
-			t.Fatalf("long poll on b answered %v after the submission on a, want within 100ms", worst)
+		// A claimer not woken looks again after its 1 s recheck: well under
+		// it, the NOTIFY woke it. Idle, this takes 15-30 ms; with the whole
+		// suite beside it on two cores, a CI run once took 112 ms.
+		if worst > 500*time.Millisecond {
+			t.Fatalf("long poll on b answered %v after the submission on a, want within 500ms (the recheck is 1s)", worst)
 		}
 	})
 
