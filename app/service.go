@@ -520,8 +520,7 @@ func (s *Service) claim(ctx context.Context, qs *QueueChoice, in ClaimInput, cap
 		q := s.Config.Queue(queue)
 		reqs[i] = ClaimRequest{Queue: queue, WorkerID: in.WorkerID, Kinds: in.Kinds,
 			Concurrency: q.Concurrency, Rate: q.Rate, Burst: q.Burst}
-		plain = plain && q.Concurrency == 0 && q.Rate == 0 && q.KeyConcurrency == 0 &&
-			q.KeyRate.PerSecond() == 0 && q.Fairness == ""
+		plain = plain && q.Concurrency == 0 && q.Rate == 0 && !q.KeyLimits().Keyed()
 		for _, r := range []float64{q.Rate, q.KeyRate.PerSecond()} { // compared as floats: no overflow
 			if r > 0 && float64(time.Second)/r < float64(recheck) {
 				recheck = time.Duration(float64(time.Second) / r)
