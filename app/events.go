@@ -254,7 +254,6 @@ const DryFor = 100 * time.Millisecond
 // owed to them that wait for the coalescing window to end.
 type wakeQueue struct {
 	head, tail *waiter
-	uncovered  uint64      // the gen of the last Notify its woken waiters did not cover
 	last       time.Time   // the last wake-up by Notify
 	owed       int         // jobs notified since, not yet handed out
 	owedGen    uint64      // the gen of the last Notify owed
@@ -359,7 +358,6 @@ func (n *Notifier) notify(queue string, jobs int) bool {
 	if n.wake(queue, jobs) >= jobs {
 		return true
 	}
-	q.uncovered = n.gen
 	delete(n.dry, queue)
 	return false
 }
@@ -375,7 +373,6 @@ func (n *Notifier) payOwed(queue string, q *wakeQueue) {
 	jobs := q.owed
 	q.owed, q.last = 0, time.Now()
 	if n.wake(queue, jobs) < jobs {
-		q.uncovered = n.gen
 		delete(n.dry, queue)
 	}
 }
@@ -400,7 +397,6 @@ func (n *Notifier) NotifyAll() {
 	n.gen++
 	clear(n.dry)
 	for _, q := range n.qs {
-		q.uncovered = n.gen
 		for q.head != nil {
 			n.wakeOne(q.head)
 		}
@@ -409,17 +405,18 @@ func (n *Notifier) NotifyAll() {
 
 // Drained records that the look a claimer made after Wait returned c
 // found queue without a job to spare (it took fewer than it asked for).
-// It counts only while c still waits and every Notify of the queue since
-// that Wait woke waiters who will take its jobs: a job committed while the
-// look ran may be one the look did not see.
+// It counts only while c still waits: then every Notify of the queue
+// since that Wait woke waiters who will take its jobs (one they do not
+// cover wakes them all, c too), while a job committed while the look ran,
+// which it may not have seen, could have been meant for c.
 func (n *Notifier) Drained(queue string, c <-chan struct{}) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	w := n.byC[c]
-	q := n.qs[queue]
-	if w == nil || w.queue != queue || q.uncovered > w.gen {
+	if w == nil || w.queue != queue {
 		return
 	}
+	q := n.qs[queue]
 	if q.owed > 0 && q.owedGen <= w.gen {
 		// The jobs owed were committed before this look began, which found
 		// none to spare: they are taken, and the waiter they would wake
@@ -428,7 +425,7 @@ func (n *Notifier) Drained(queue string, c <-chan struct{}) {
 		q.timer.Stop()
 		q.timer = nil
 	}
-	if len(n.dry) >= 1024 { // queues named once and never again
+	if _, ok := n.dry[queue]; !ok && len(n.dry) >= 1024 { // queues named once and never again
 		now := time.Now()
 		for q, at := range n.dry {
 			if now.Sub(at) >= DryFor {
