@@ -241,3 +241,47 @@ func testServiceGetWaitReturnsWhenJobIsTerminal(e *env) {
 		e.t.Fatalf("wait did not return after completion")
 	}
 }
+
+// A claim with a wait hands out at once a job submitted while it waits,
+// also when the claimer comes back right after a claim drained the queue
+// and skips its first look (app.Notifier.Dry): the store's commit wakes
+// it. A job submitted before it comes back is found by its first look.
+func testClaimAfterDrainWakesOnSubmit(e *env) {
+	svc := e.service(nil)
+	wait := app.Duration(5 * time.Second)
+	in := app.ClaimInput{WorkerID: "w1", Limit: 10, Wait: &wait}
+	claim := func() chan int {
+		got := make(chan int, 1)
+		go func() {
+			jobs, err := svc.Claim(e.ctx, "dq", in)
+			if err != nil {
+				e.t.Error(err)
+			}
+			got <- len(jobs)
+		}()
+		return got
+	}
+	within := func(got chan int, what string) {
+		e.t.Helper()
+		select {
+		case n := <-got:
+			if n != 1 {
+				e.t.Fatalf("%s: %d jobs, want 1", what, n)
+			}
+		case <-time.After(700 * time.Millisecond): // a claimer not woken looks again after 1 s
+			e.t.Fatalf("%s: not handed out at once", what)
+		}
+	}
+	e.submitOne("dq", "k")
+	within(claim(), "a job waiting before the claim") // takes 1 of 10: the queue is drained
+	e.submitOne("dq", "k")
+	within(claim(), "a job submitted after a claim drained the queue")
+	got := claim()
+	for deadline := time.Now().Add(5 * time.Second); svc.Waiting() != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			e.t.Fatal("the claim does not wait")
+		}
+	}
+	e.submitOne("dq", "k")
+	within(got, "a job submitted while a claimer waits on a drained queue")
+}

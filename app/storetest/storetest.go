@@ -150,6 +150,7 @@ func Run(t *testing.T, open Opener) {
 		"AuditRecordsAdminActions":                 testAuditRecordsAdminActions,
 		"EventsRecordTheLifecycle":                 testEventsRecordTheLifecycle,
 		"WakeFiresOnSubmit":                        testWakeFiresOnSubmit,
+		"ClaimAfterDrainWakesOnSubmit":             testClaimAfterDrainWakesOnSubmit,
 		"PausedStateSurvivesInStore":               testPausedStateSurvivesInStore,
 		"ThroughputCountsCompletedAndFailed":       testThroughputCountsCompletedAndFailed,
 		"ServiceBulkActionsBatchAndAudit":          testServiceBulkActionsBatchAndAudit,
