@@ -98,10 +98,15 @@ func TestBackupDuringSubmissionsHoldsEveryAcknowledgedJob(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(500 * time.Millisecond)
-	mu.Lock()
-	before := append([]int64(nil), acked...)
-	mu.Unlock()
+	// At least 50 acknowledged before the backup begins (a fixed half
+	// second gave 22 with the whole suite on two cores).
+	var before []int64
+	for deadline := time.Now().Add(10 * time.Second); len(before) < 50 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		mu.Lock()
+		before = append(before[:0], acked...)
+		mu.Unlock()
+	}
 	out := filepath.Join(dir, "backup.db")
 	b := exec.Command(bin, "backup", "--db", filepath.Join(dir, "queue.db"), out)
 	msg, err := b.CombinedOutput()
