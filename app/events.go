@@ -240,8 +240,15 @@ type Notifier struct {
 	Coalesce time.Duration
 }
 
-// DefaultCoalesce is a new Notifier's Coalesce: a few commits' worth.
-const DefaultCoalesce = 2 * time.Millisecond
+// DefaultCoalesce is a new Notifier's Coalesce. It bounds the claims a
+// stream of submissions causes to about 100 a second per queue, however
+// many claimers wait: at 2 ms, once claimers that come back stopped taking
+// the woken claimers' jobs (Dry), each claim took two jobs and each took
+// its own completion, and 32 claimers over HTTP did half the rate of one on
+// PostgreSQL (a claim is planned and run for each) and 0.7 of it on SQLite.
+// At 10 ms they do as well as one; 20 ms gained nothing more. A job that
+// follows a quiet spell of 10 ms or more still wakes a claimer at once.
+const DefaultCoalesce = 10 * time.Millisecond
 
 // DryFor is how long a Drained queue stays Dry without a Notify. Jobs
 // that come due by the clock (scheduled, retried after a backoff) wake
