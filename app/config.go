@@ -181,6 +181,9 @@ func (c *Config) KeyLimits(queue string) KeyLimits {
 	return c.Queue(queue).KeyLimits()
 }
 
+// Capped is whether queue has a concurrency limit (StoreOptions.Capped).
+func (c *Config) Capped(queue string) bool { return c.Queue(queue).Concurrency > 0 }
+
 // MaxQueued maps each queue with a max_queued limit to it.
 func (c *Config) MaxQueued() map[string]int {
 	m := map[string]int{}

@@ -16,7 +16,10 @@ type Effects struct {
 	Counts    map[CountKey]*CountVal
 	// Keys gives the key limits of a queue (the store's
 	// StoreOptions.KeyLimits; nil limits nothing).
-	Keys    func(queue string) KeyLimits
+	Keys func(queue string) KeyLimits
+	// Caps says whether a queue has a concurrency limit (the store's
+	// StoreOptions.Capped; nil: every queue).
+	Caps    func(queue string) bool
 	changed []QueueKey
 	// Webhooks gives the webhook rules in effect (the store's
 	// StoreOptions.Webhooks; nil: no subscriptions, callbacks still made).
@@ -121,6 +124,9 @@ func (e *Effects) count(k CountKey) *CountVal {
 
 // Wake wakes the claimers of queue after the commit.
 func (e *Effects) Wake(queue string) { e.Woken = append(e.Woken, queue) }
+
+// Capped is whether queue has a concurrency limit (see Effects.Caps).
+func (e *Effects) Capped(queue string) bool { return e.Caps == nil || e.Caps(queue) }
 
 // KeyLimits is how queue limits its keys (see Effects.Keys).
 func (e *Effects) KeyLimits(queue string) KeyLimits {

@@ -83,14 +83,19 @@ func keyFree(tx Tx, nj *NewJob, id int64) error {
 
 // Completed is what follows a job's completion in its transaction, also
 // in the SQLite store's batched statement: job.succeeded, the counts moved,
-// the throughput, the wake-up (a concurrency slot is free). PostgreSQL's
-// one-statement completion counts its throughput in SQL and wakes only
-// this node's claimers (its claims without limits need no wake-up).
+// the throughput, the wake-up of a queue with a concurrency limit (a slot
+// is free). PostgreSQL's one-statement completion counts its throughput in
+// SQL and wakes only this node's claimers. A queue without a limit is not
+// woken: nothing a claimer waits for came, and the wake-up cost a claim
+// that found nothing (on PostgreSQL a statement planned and run) and
+// counted as a job in the Notifier's coalescing window.
 func Completed(tx Tx, queue, kind string, id int64, started *time.Time) {
 	tx.Publish(EventSucceeded, id, queue, kind, FinishedData(started, tx.Now()))
 	tx.Moved(queue, StatusProcessing, StatusDone, 1)
 	tx.Count(queue, 1, 0)
-	tx.Wake(queue)
+	if tx.Capped(queue) {
+		tx.Wake(queue)
+	}
 }
 
 // RecordAudit stores an admin action of its own (one that moved no job:

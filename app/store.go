@@ -233,6 +233,10 @@ type StoreOptions struct {
 	// KeyLimits gives how a queue limits the jobs of one key (the
 	// Service's Config.KeyLimits); if nil, no queue limits its keys.
 	KeyLimits func(queue string) KeyLimits
+	// Capped says whether a claim of queue can be held back by its
+	// concurrency limit (the Service's Config.Capped), so that a completion,
+	// which frees a slot, must wake its claimers; if nil, every queue.
+	Capped func(queue string) bool
 	// Webhooks gives the webhook rules in effect (the Service's
 	// Config.WebhookRules), which Settle reads at the end of every write;
 	// if nil, no subscription delivers (callbacks still do).

@@ -138,6 +138,9 @@ type Tx interface {
 	// KeyLimits is how queue limits the jobs of one key (the config the
 	// store was opened with: StoreOptions.KeyLimits).
 	KeyLimits(queue string) KeyLimits
+	// Capped is whether queue has a concurrency limit, which a finished
+	// job's slot may let a waiting claimer past (StoreOptions.Capped).
+	Capped(queue string) bool
 	// KeyChanged notes that key of queue may have room for a held job;
 	// ChangedKeys names the keys noted in this write (see SettleKeys).
 	KeyChanged(queue, key string)

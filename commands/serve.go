@@ -331,6 +331,7 @@ func openService(ctx context.Context, cfg *config, log zerolog.Logger) (app.Stor
 			}
 		},
 		KeyLimits: scfg.KeyLimits,    // the stores hold keyed jobs back by the queue's key_concurrency, key_rate and fairness
+		Capped:    scfg.Capped,       // a completion wakes the claimers of a queue with a concurrency limit only
 		Webhooks:  scfg.WebhookRules, // the stores insert the deliveries of each write's events (app.Settle)
 	}
 	store, err := OpenStore(ctx, cfg.Server.DB, cfg.Server.Sync, opts)

@@ -458,7 +458,9 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 				}
 				done[id] = lease
 				w.Publish(app.EventSucceeded, id, queue, kind, app.FinishedData(msPtr(started), w.now))
-				w.freed = append(w.freed, queue) // a concurrency slot is free: wake this node's claimers
+				if w.Capped(queue) { // a concurrency slot is free: wake this node's claimers (app.Completed)
+					w.freed = append(w.freed, queue)
+				}
 			}
 			return rows.Err()
 		}, `WITH done AS (

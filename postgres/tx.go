@@ -132,6 +132,7 @@ func (s *Store) writeOnce(ctx context.Context, fn func(*wtx) error) error {
 func (w *wtx) reset() {
 	w.Effects.Reset(w.now)
 	w.Effects.Keys = w.s.opts.KeyLimits
+	w.Effects.Caps = w.s.opts.Capped
 	w.Effects.Webhooks = w.s.opts.Webhooks
 }
 

@@ -56,6 +56,7 @@ func (w *wtx) reset(s *Store, ctx context.Context, now time.Time, deferInserts b
 	w.s, w.ctx, w.now, w.deferInserts = s, ctx, now, deferInserts
 	w.Effects.Reset(now)
 	w.Effects.Keys = s.opts.KeyLimits
+	w.Effects.Caps = s.opts.Capped
 	w.Effects.Webhooks = s.opts.Webhooks
 	clear(w.pending)
 	w.queues, w.pending, w.claimed, w.finished = w.queues[:0], w.pending[:0], w.claimed[:0], w.finished[:0]

@@ -645,6 +645,30 @@ func testWakeFiresOnSubmit(e *env) {
 	}
 }
 
+// A completion frees a concurrency slot: it wakes the claimers of a queue
+// with a limit (StoreOptions.Capped), and no one on a queue without, where
+// the wake-up, taken for a job, would hold the next real job back by the
+// Notifier's window.
+func testCompletionWakesOnlyCappedQueues(e *env) {
+	for _, q := range []string{"capped", "uncapped-q"} {
+		e.submitOne(q, "k")
+		j := e.claimOne(q)
+		w := e.s.Wake(q, 1)
+		e.complete(j, `{}`)
+		select {
+		case <-w:
+			if !capped(q) {
+				e.t.Fatalf("a completion on %s, a queue without a concurrency limit, woke a claimer", q)
+			}
+		case <-time.After(200 * time.Millisecond):
+			if capped(q) {
+				e.t.Fatalf("a completion on %s, a queue with a concurrency limit, woke no claimer", q)
+			}
+		}
+		e.s.Unwake(q, w)
+	}
+}
+
 func testPausedStateSurvivesInStore(e *env) {
 	app.SetPaused(e.ctx, e.s, "pq", true, nil)
 	qs, err := e.s.Queues(e.ctx)

@@ -44,7 +44,7 @@ type env struct {
 // hook is set (PostgreSQL's piped writes send COMMIT after the results).
 func newEnv(t *testing.T, open Opener, hooked bool) *env {
 	e := &env{t: t, clock: app.NewFakeClock(T0), bus: app.NewBus(), ctx: t.Context(), open: open, hooked: hooked}
-	opts := app.StoreOptions{Clock: e.clock, Bus: e.bus, KeyLimits: func(q string) app.KeyLimits {
+	opts := app.StoreOptions{Clock: e.clock, Bus: e.bus, Capped: capped, KeyLimits: func(q string) app.KeyLimits {
 		if m := e.limits.Load(); m != nil {
 			return (*m)[q]
 		}
@@ -91,6 +91,10 @@ func (e *env) setFault(f app.FaultFunc) {
 	}
 	e.fault.Store(&f)
 }
+
+// capped is the stores' StoreOptions.Capped: every queue but those named
+// uncapped-..., so that the other cases see a completion wake as before.
+func capped(queue string) bool { return !strings.HasPrefix(queue, "uncapped-") }
 
 // extraCases are the cases the files of later features add in their init
 // functions (each file its own names), so no two of them edit the list above.
@@ -150,6 +154,7 @@ func Run(t *testing.T, open Opener) {
 		"AuditRecordsAdminActions":                 testAuditRecordsAdminActions,
 		"EventsRecordTheLifecycle":                 testEventsRecordTheLifecycle,
 		"WakeFiresOnSubmit":                        testWakeFiresOnSubmit,
+		"CompletionWakesOnlyCappedQueues":          testCompletionWakesOnlyCappedQueues,
 		"ClaimAfterDrainWakesOnSubmit":             testClaimAfterDrainWakesOnSubmit,
 		"PausedStateSurvivesInStore":               testPausedStateSurvivesInStore,
 		"ThroughputCountsCompletedAndFailed":       testThroughputCountsCompletedAndFailed,
