@@ -122,6 +122,13 @@ func (e *Effects) count(k CountKey) *CountVal {
 	return c
 }
 
+// Use takes the config a write reads from the options its store was
+// opened with (key limits, concurrency caps, webhook rules): each store
+// calls it after Reset, so an option added here reaches all three.
+func (e *Effects) Use(o *StoreOptions) {
+	e.Keys, e.Caps, e.Webhooks = o.KeyLimits, o.Capped, o.Webhooks
+}
+
 // Wake wakes the claimers of queue after the commit.
 func (e *Effects) Wake(queue string) { e.Woken = append(e.Woken, queue) }
 

@@ -92,9 +92,7 @@ func (s *Store) write(ctx context.Context, fn func(*tx) error) (err error) {
 	}
 	t := &tx{s: s, now: s.clock.Now().Truncate(time.Millisecond)}
 	t.Effects.Reset(t.now)
-	t.Effects.Keys = s.opts.KeyLimits
-	t.Effects.Caps = s.opts.Capped
-	t.Effects.Webhooks = s.opts.Webhooks
+	t.Effects.Use(&s.opts)
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("write panicked: %v", p)

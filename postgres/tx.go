@@ -131,9 +131,7 @@ func (s *Store) writeOnce(ctx context.Context, fn func(*wtx) error) error {
 // reset empties what w collects, for a transaction that begins.
 func (w *wtx) reset() {
 	w.Effects.Reset(w.now)
-	w.Effects.Keys = w.s.opts.KeyLimits
-	w.Effects.Caps = w.s.opts.Capped
-	w.Effects.Webhooks = w.s.opts.Webhooks
+	w.Effects.Use(&w.s.opts.StoreOptions)
 }
 
 // keyLimits is how queue limits its keys (StoreOptions.KeyLimits).

@@ -55,9 +55,7 @@ type scratch struct {
 func (w *wtx) reset(s *Store, ctx context.Context, now time.Time, deferInserts bool) {
 	w.s, w.ctx, w.now, w.deferInserts = s, ctx, now, deferInserts
 	w.Effects.Reset(now)
-	w.Effects.Keys = s.opts.KeyLimits
-	w.Effects.Caps = s.opts.Capped
-	w.Effects.Webhooks = s.opts.Webhooks
+	w.Effects.Use(&s.opts.StoreOptions)
 	clear(w.pending)
 	w.queues, w.pending, w.claimed, w.finished = w.queues[:0], w.pending[:0], w.claimed[:0], w.finished[:0]
 	clear(w.stepEnds)

@@ -647,8 +647,7 @@ func testWakeFiresOnSubmit(e *env) {
 
 // A completion frees a concurrency slot: it wakes the claimers of a queue
 // with a limit (StoreOptions.Capped), and no one on a queue without, where
-// the wake-up, taken for a job, would hold the next real job back by the
-// Notifier's window.
+// the woken claimer would claim for nothing.
 func testCompletionWakesOnlyCappedQueues(e *env) {
 	for _, q := range []string{"capped", "uncapped-q"} {
 		e.submitOne(q, "k")
