@@ -89,6 +89,12 @@ func newUIEnv(t testing.TB, opts ui.Options, withSQLite bool) *uiEnv {
 	env := &uiEnv{t: t, svc: svc, clock: clock, sched: sched}
 	env.ids = seedUI(t, svc, clock, sched)
 	opts.Service, opts.Scheduler = svc, sched
+	if opts.Now == nil {
+		// The pages' now is the store's: the seed leaves the fake clock a
+		// few seconds ahead of the wall clock, and a job submitted just
+		// after it showed as scheduled on a page that read the wall clock.
+		opts.Now = clock.Now
+	}
 	opts.Log = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	if opts.Version == "" {
 		opts.Version = "v0.0.0-test"
