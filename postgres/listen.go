@@ -11,7 +11,7 @@ import (
 // listenConn opens the store's own LISTEN connection (outside the pool, so
 // it never goes back to it while listening).
 func (s *Store) listenConn(ctx context.Context) (*pgx.Conn, error) {
-	conn, err := pgx.ConnectConfig(ctx, s.ownConnConfig("queue listen"))
+	conn, err := pgx.ConnectConfig(ctx, s.ownConnConfig(listenRole))
 	if err != nil {
 		return nil, err
 	}
@@ -19,8 +19,13 @@ func (s *Store) listenConn(ctx context.Context) (*pgx.Conn, error) {
 		conn.Close(context.Background())
 		return nil, err
 	}
+	s.listenPID.Store(conn.PgConn().PID())
 	return conn, nil
 }
+
+// listenRole names the LISTEN connection (its application_name, with the
+// schema): the notifier counts the other nodes by it.
+const listenRole = "queue listen"
 
 // listen wakes local claimers for every NOTIFY on the store's channel (the
 // payload is the queue), whichever node sent it. When the connection is
@@ -120,14 +125,16 @@ func (s *Store) broadcast(queues []string) {
 // own). NOTIFY is not sent inside the write transactions on purpose:
 // PostgreSQL serializes the commits of all transactions that NOTIFY (a
 // database-wide lock held through the commit's flush), which would cap the
-// whole cluster's write rate; a NOTIFY of its own commits without a flush
-// and is coalesced here. A notification lost to a crash between commit and
+// whole cluster's write rate; a NOTIFY of its own commits without waiting
+// for a flush (synchronous_commit off), is coalesced here, and is sent only
+// when another node listens. A notification lost to a crash between commit and
 // send costs a waiting claimer at most its 1s recheck.
 func (s *Store) notifier() {
 	defer s.bgWG.Done()
 	ctx, cancel := s.stopping()
 	defer cancel()
 	var conn *pgx.Conn
+	var p peers
 	s.notifyConn(ctx, &conn) // now, not at the first wake-up (a failure is logged at the first send)
 	defer func() {
 		if conn != nil {
@@ -138,10 +145,10 @@ func (s *Store) notifier() {
 		select {
 		case <-s.kick:
 		case <-s.stop:
-			s.sendNotify(context.Background(), &conn) // what the last writes asked for
+			s.sendNotify(context.Background(), &conn, &p) // what the last writes asked for
 			return
 		}
-		s.sendNotify(ctx, &conn)
+		s.sendNotify(ctx, &conn, &p)
 		// At most one NOTIFY per notifyEvery: under load every commit asks
 		// for one, and each costs the database a statement; a claimer on
 		// another node waits at most this much longer.
@@ -160,7 +167,12 @@ func (s *Store) notifyConn(ctx context.Context, conn **pgx.Conn) error {
 	if *conn != nil {
 		return nil
 	}
-	c, err := pgx.ConnectConfig(ctx, s.ownConnConfig("queue notify"))
+	cfg := s.ownConnConfig("queue notify")
+	// pg_notify takes a transaction ID, so each send committed with a WAL
+	// flush of its own; a notification need not outlive a crash (the
+	// claimers' recheck finds the work), so it does not wait for one.
+	cfg.RuntimeParams["synchronous_commit"] = "off"
+	c, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -169,9 +181,43 @@ func (s *Store) notifyConn(ctx context.Context, conn **pgx.Conn) error {
 	return nil
 }
 
+// peersEvery is how long the notifier trusts its count of the other nodes
+// listening. A node that starts meanwhile misses at most that much of the
+// others' wake-ups; its waiting claimers find that work at their 1s
+// recheck, as after a lost notification.
+const peersEvery = time.Second
+
+// peers is the notifier's last count of the other nodes listening.
+type peers struct {
+	at   time.Time
+	some bool
+}
+
+// othersListen reports whether a node other than this one listens on the
+// store's channel (its LISTEN connection's application_name, which names
+// the schema), asking PostgreSQL at most once per peersEvery. A node alone
+// sends no NOTIFY: in process a busy worker leaves most jobs to no waiting
+// claimer, and a lone node on PostgreSQL sent one every 2 ms for no one.
+// When it cannot tell, it assumes there are.
+func (s *Store) othersListen(ctx context.Context, conn *pgx.Conn, p *peers) bool {
+	if !p.at.IsZero() && time.Since(p.at) < peersEvery {
+		return p.some
+	}
+	var others bool
+	err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity
+		WHERE datname = current_database() AND application_name = $1 AND pid <> $2)`,
+		s.ownConnConfig(listenRole).RuntimeParams["application_name"], int64(s.listenPID.Load())).Scan(&others)
+	if err != nil {
+		return true // the send reports a broken connection
+	}
+	p.at, p.some = time.Now(), others
+	return others
+}
+
 // sendNotify sends the pending NOTIFYs on *conn, connecting it first if
-// needed; a connection that failed is closed, for the next send to open.
-func (s *Store) sendNotify(ctx context.Context, conn **pgx.Conn) {
+// needed, when another node listens; a connection that failed is closed,
+// for the next send to open.
+func (s *Store) sendNotify(ctx context.Context, conn **pgx.Conn, p *peers) {
 	s.pendingMu.Lock()
 	queues := make([]string, 0, len(s.pending))
 	for q := range s.pending {
@@ -185,7 +231,7 @@ func (s *Store) sendNotify(ctx context.Context, conn **pgx.Conn) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	err := s.notifyConn(ctx, conn)
-	if err == nil {
+	if err == nil && s.othersListen(ctx, *conn, p) {
 		_, err = (*conn).Exec(ctx, `SELECT pg_notify($1, q) FROM unnest($2::text[]) AS q`, s.channel, queues)
 	}
 	if err != nil {

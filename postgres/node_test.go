@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
 
 	"github.com/queuehq/queue/app"
@@ -286,5 +287,42 @@ func closed(c <-chan struct{}) bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// A node alone on its schema sends no NOTIFY (each is a transaction of the
+// database's, for no one); once another node listens, jobs its waiting
+// claimers do not cover are announced again.
+func TestLoneNodeSendsNoNotify(t *testing.T) {
+	a := mustOpen(t, Options{})
+	spy := adminConn(t, a) // listens, but is no node: not counted as one
+	if _, err := spy.Exec(t.Context(), `LISTEN `+pgx.Identifier{a.channel}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	heard := func(within time.Duration) bool {
+		ctx, cancel := context.WithTimeout(t.Context(), within)
+		defer cancel()
+		_, err := spy.WaitForNotification(ctx)
+		return err == nil
+	}
+	for range 3 {
+		submit(t, a, newJob("q")) // nobody waits: uncovered
+	}
+	if heard(300 * time.Millisecond) {
+		t.Fatal("a node alone on its schema sent a NOTIFY")
+	}
+
+	b := mustOpen(t, Options{Schema: a.Schema()})
+	w := b.Wake("q", 1)
+	deadline := time.Now().Add(peersEvery + 2*time.Second)
+	for !closed(w) {
+		if time.Now().After(deadline) {
+			t.Fatalf("node B not woken by submissions on node A within %v of starting", peersEvery+2*time.Second)
+		}
+		submit(t, a, newJob("q"))
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !heard(time.Second) {
+		t.Fatal("node B was woken, but no NOTIFY was sent")
 	}
 }

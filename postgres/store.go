@@ -74,6 +74,7 @@ type Store struct {
 	pending   map[string]struct{} // queues to NOTIFY about (see notifier)
 	kick      chan struct{}       // wakes the notifier
 	notifyPID atomic.Uint32       // backend of the notifier's connection: its NOTIFYs are this node's own
+	listenPID atomic.Uint32       // backend of the LISTEN connection: not another node's (see peers)
 
 	comb combiner // gathered submissions (group commit)
 
