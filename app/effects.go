@@ -14,17 +14,9 @@ type Effects struct {
 	Recorded  []Event
 	Woken     []string
 	Counts    map[CountKey]*CountVal
-	// Keys gives the key limits of a queue (the store's
-	// StoreOptions.KeyLimits; nil limits nothing).
-	Keys func(queue string) KeyLimits
-	// Caps says whether a queue has a concurrency limit (the store's
-	// StoreOptions.Capped; nil: every queue).
-	Caps    func(queue string) bool
-	changed []QueueKey
-	// Webhooks gives the webhook rules in effect (the store's
-	// StoreOptions.Webhooks; nil: no subscriptions, callbacks still made).
-	Webhooks func() *WebhookRules
-	settled  int // Published[:settled] were looked at by Settle
+	changed   []QueueKey
+	settled   int           // Published[:settled] were looked at by Settle
+	opts      *StoreOptions // the config a write reads (see Use)
 }
 
 // CountKey is the throughput of a queue in one second.
@@ -125,22 +117,24 @@ func (e *Effects) count(k CountKey) *CountVal {
 // Use takes the config a write reads from the options its store was
 // opened with (key limits, concurrency caps, webhook rules): each store
 // calls it after Reset, so an option added here reaches all three.
-func (e *Effects) Use(o *StoreOptions) {
-	e.Keys, e.Caps, e.Webhooks = o.KeyLimits, o.Capped, o.Webhooks
-}
+func (e *Effects) Use(o *StoreOptions) { e.opts = o }
 
 // Wake wakes the claimers of queue after the commit.
 func (e *Effects) Wake(queue string) { e.Woken = append(e.Woken, queue) }
 
-// Capped is whether queue has a concurrency limit (see Effects.Caps).
-func (e *Effects) Capped(queue string) bool { return e.Caps == nil || e.Caps(queue) }
+// Capped is whether queue has a concurrency limit (StoreOptions.Capped;
+// without it, every queue).
+func (e *Effects) Capped(queue string) bool {
+	return e.opts == nil || e.opts.Capped == nil || e.opts.Capped(queue)
+}
 
-// KeyLimits is how queue limits its keys (see Effects.Keys).
+// KeyLimits is how queue limits its keys (StoreOptions.KeyLimits; without
+// it, no queue limits its keys).
 func (e *Effects) KeyLimits(queue string) KeyLimits {
-	if e.Keys == nil {
+	if e.opts == nil || e.opts.KeyLimits == nil {
 		return KeyLimits{}
 	}
-	return e.Keys(queue)
+	return e.opts.KeyLimits(queue)
 }
 
 // KeyChanged notes key of queue for SettleKeys.
@@ -155,12 +149,13 @@ func (e *Effects) ChangedKeys() []QueueKey {
 	return out
 }
 
-// WebhookRules is the webhook rules in effect (see Effects.Webhooks).
+// WebhookRules is the webhook rules in effect (StoreOptions.Webhooks;
+// without it, no subscriptions: callbacks are still made).
 func (e *Effects) WebhookRules() *WebhookRules {
-	if e.Webhooks == nil {
+	if e.opts == nil || e.opts.Webhooks == nil {
 		return nil
 	}
-	return e.Webhooks()
+	return e.opts.Webhooks()
 }
 
 // Unsettled returns the events published since the last call (or Reset),
