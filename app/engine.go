@@ -82,17 +82,23 @@ func keyFree(tx Tx, nj *NewJob, id int64) error {
 }
 
 // Completed is what follows a job's completion in its transaction, also
-// in the SQLite store's batched statement: job.succeeded, the counts moved,
-// the throughput, the wake-up of a queue with a concurrency limit (a slot
-// is free). PostgreSQL's one-statement completion counts its throughput in
-// SQL and wakes only this node's claimers. A queue without a limit is not
-// woken: nothing a claimer waits for came, and the wake-up cost a claim
-// that found nothing (on PostgreSQL a statement planned and run) and
-// counted as a job in the Notifier's coalescing window.
+// in the SQLite store's batched statement: Succeeded, the counts moved and
+// the throughput.
 func Completed(tx Tx, queue, kind string, id int64, started *time.Time) {
-	tx.Publish(EventSucceeded, id, queue, kind, FinishedData(started, tx.Now()))
+	Succeeded(tx, queue, kind, id, started)
 	tx.Moved(queue, StatusProcessing, StatusDone, 1)
 	tx.Count(queue, 1, 0)
+}
+
+// Succeeded is what every completion does besides counting: job.succeeded,
+// and the wake-up of a queue with a concurrency limit (a slot is free).
+// PostgreSQL's one-statement completion, which counts in SQL, calls it
+// alone. A queue without a limit is not woken: nothing a claimer waits for
+// came, and the wake-up cost a claim that found nothing (on PostgreSQL a
+// statement planned and run) and counted as a job in the Notifier's
+// coalescing window.
+func Succeeded(tx Tx, queue, kind string, id int64, started *time.Time) {
+	tx.Publish(EventSucceeded, id, queue, kind, FinishedData(started, tx.Now()))
 	if tx.Capped(queue) {
 		tx.Wake(queue)
 	}

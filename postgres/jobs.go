@@ -457,10 +457,7 @@ func (s *Store) Complete(ctx context.Context, items []app.Completion) ([]error, 
 					return err
 				}
 				done[id] = lease
-				w.Publish(app.EventSucceeded, id, queue, kind, app.FinishedData(msPtr(started), w.now))
-				if w.Capped(queue) { // a concurrency slot is free: wake this node's claimers (app.Completed)
-					w.freed = append(w.freed, queue)
-				}
+				app.Succeeded(w, queue, kind, id, msPtr(started)) // the statement counts in SQL
 			}
 			return rows.Err()
 		}, `WITH done AS (

@@ -326,3 +326,19 @@ func TestLoneNodeSendsNoNotify(t *testing.T) {
 		t.Fatal("node B was woken, but no NOTIFY was sent")
 	}
 }
+
+// A completion frees a slot of a queue with a concurrency limit, which
+// holds across nodes: a claimer waiting on another node is woken for it
+// (this node has none waiting), not left to its recheck.
+func TestCompletionWakesAnotherNodesClaimer(t *testing.T) {
+	a, b := twoNodes(t, app.StoreOptions{}) // no Capped: every queue has a limit
+	submit(t, a, newJob("q"))
+	j := claimN(t, a, "q", 1)
+	if len(j) != 1 {
+		t.Fatalf("claimed %d jobs, want 1", len(j))
+	}
+	w := b.Wake("q", 1)
+	defer b.Unwake("q", w)
+	complete(t, a, j...)
+	waitClosed(t, w, 500*time.Millisecond, "node B's claimer after a completion on node A")
+}

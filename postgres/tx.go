@@ -29,7 +29,6 @@ type wtx struct {
 	tx     pgx.Tx
 	conn   *pgx.Conn // of a piped write, which has no tx
 	now    time.Time
-	freed  []string
 	queues []string
 }
 
@@ -155,7 +154,6 @@ func (w *wtx) committed(start time.Time) {
 	// jobs, and all but one claimed for nothing (two nodes did half of
 	// one node's rate).
 	s.broadcast(s.notify.Notify(w.Woken...))
-	s.notify.Notify(w.freed...)
 	if d := time.Since(start); d > time.Second {
 		s.log.Warn().Dur("took", d).Msg("slow write transaction")
 	}
