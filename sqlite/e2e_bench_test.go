@@ -26,17 +26,19 @@ import (
 func BenchmarkE2E(b *testing.B) {
 	for _, mode := range []string{"full", "full-8p", "normal", "full-kinds"} {
 		b.Run(mode, func(b *testing.B) {
+			// b.Run calls this again for each b.N: what the mode means is
+			// read into locals, never written back into mode.
+			syncMode, producers := mode, 16
 			var kinds []string
-			producers := 16
 			switch mode {
 			case "full-kinds": // as a Go worker claims: naming its kinds
-				mode, kinds = "full", []string{"k"}
+				syncMode, kinds = "full", []string{"k"}
 			case "full-8p":
-				mode, producers = "full", 8
+				syncMode, producers = "full", 8
 			}
 			bus := app.NewBus()
 			var txs, txNanos atomic.Int64
-			opts := sqlite.Options{Sync: mode, StoreOptions: app.StoreOptions{Bus: bus}}
+			opts := sqlite.Options{Sync: syncMode, StoreOptions: app.StoreOptions{Bus: bus}}
 			opts.ObserveWrite = func(_ int, took time.Duration) { txs.Add(1); txNanos.Add(int64(took)) }
 			s := MustOpen(b, opts)
 			svc := app.NewService(s, nil, nil, bus, zerolog.Nop())
