@@ -19,31 +19,29 @@ import (
 // one job per call while a worker (worker.Pool, concurrency 1000) claims many
 // and acknowledges many; it reports completed jobs per second. `make bench`
 // compares the same with River and goqite (bench/). full-8p is the same with
-// 8 producers (issue 29: there a commit cycle, not the CPU, bounds the rate).
-// Each also reports the write transactions per job (tx/job) and their mean
-// duration (µs/tx): a cycle near the cost of the durable commit itself shows
-// as µs/tx near an fsync's.
+// 8 producers (issue 29: fewer submissions share each commit, and the
+// writer's CPU a job bounds the rate). Each also reports the write
+// transactions per job (tx/job) and their mean duration (µs/tx).
 func BenchmarkE2E(b *testing.B) {
-	for _, mode := range []string{"full", "full-8p", "normal", "full-kinds"} {
-		b.Run(mode, func(b *testing.B) {
-			// b.Run calls this again for each b.N: what the mode means is
-			// read into locals, never written back into mode.
-			syncMode, producers := mode, 16
-			var kinds []string
-			switch mode {
-			case "full-kinds": // as a Go worker claims: naming its kinds
-				syncMode, kinds = "full", []string{"k"}
-			case "full-8p":
-				syncMode, producers = "full", 8
-			}
+	for _, tc := range []struct {
+		name, sync string
+		producers  int
+		kinds      []string // as a Go worker claims: naming its kinds
+	}{
+		{"full", "full", 16, nil},
+		{"full-8p", "full", 8, nil},
+		{"normal", "normal", 16, nil},
+		{"full-kinds", "full", 16, []string{"k"}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
 			bus := app.NewBus()
 			var txs, txNanos atomic.Int64
-			opts := sqlite.Options{Sync: syncMode, StoreOptions: app.StoreOptions{Bus: bus}}
+			opts := sqlite.Options{Sync: tc.sync, StoreOptions: app.StoreOptions{Bus: bus}}
 			opts.ObserveWrite = func(_ int, took time.Duration) { txs.Add(1); txNanos.Add(int64(took)) }
 			s := MustOpen(b, opts)
 			svc := app.NewService(s, nil, nil, bus, zerolog.Nop())
 			var done atomic.Int64
-			pool := &worker.Pool{Backend: worker.LocalBackend(svc), Queue: "e2e", Kinds: kinds, Concurrency: 1000, Log: zerolog.Nop(),
+			pool := &worker.Pool{Backend: worker.LocalBackend(svc), Queue: "e2e", Kinds: tc.kinds, Concurrency: 1000, Log: zerolog.Nop(),
 				Handler: func(ctx context.Context, job *app.Job) (any, error) { done.Add(1); return nil, nil }}
 			ctx, cancel := context.WithCancel(b.Context())
 			var wg sync.WaitGroup
@@ -54,7 +52,7 @@ func BenchmarkE2E(b *testing.B) {
 			b.ResetTimer()
 			txs0, txNanos0 := txs.Load(), txNanos.Load()
 			start := time.Now()
-			for p := 0; p < producers; p++ {
+			for p := 0; p < tc.producers; p++ {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
