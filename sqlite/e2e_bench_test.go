@@ -58,12 +58,15 @@ func BenchmarkE2E(b *testing.B) {
 					defer wg.Done()
 					for submitted.Add(1) <= int64(b.N) {
 						if _, err := svc.Submit(ctx, []app.SubmitInput{{Queue: "e2e", Kind: "k", Payload: payload}}); err != nil {
+							// The job is counted but will never complete: stop the wait below.
+							b.Errorf("submit: %v", err)
+							cancel()
 							return
 						}
 					}
 				}()
 			}
-			for done.Load() < int64(b.N) {
+			for done.Load() < int64(b.N) && ctx.Err() == nil {
 				time.Sleep(time.Millisecond)
 			}
 			el := time.Since(start)
